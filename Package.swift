@@ -1,0 +1,67 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// MARK: - C libraries
+
+let cLibraries: [Target] = [
+    // libvips, found through pkg-config (Debian: libvips-dev).
+    .systemLibrary(
+        name: "CVips",
+        pkgConfig: "vips",
+        providers: [.apt(["libvips-dev"])]
+    ),
+    // Fixed-arity wrappers over libvips's variadic calls, which Swift cannot call.
+    .target(
+        name: "CVipsShim",
+        dependencies: ["CVips"]
+    ),
+]
+
+// MARK: - Library and command-line tool
+
+let products: [Target] = [
+    .target(
+        name: "ThumbpipeCore",
+        dependencies: ["CVips", "CVipsShim"]
+    ),
+    .executableTarget(
+        name: "thumbpipe",
+        dependencies: ["ThumbpipeCore"]
+    ),
+]
+
+// MARK: - Tests
+
+let tests: [Target] = [
+    .target(
+        name: "ThumbpipeTestSupport",
+        dependencies: ["ThumbpipeCore"],
+        path: "Tests/ThumbpipeTestSupport"
+    ),
+    .testTarget(
+        name: "ThumbpipeCoreTests",
+        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport", "CVips", "CVipsShim"]
+    ),
+    .testTarget(
+        name: "ThumbpipeCLITests",
+        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport"]
+    ),
+]
+
+let package = Package(
+    name: "thumbpipe",
+    products: [
+        .executable(name: "thumbpipe", targets: ["thumbpipe"]),
+        .library(name: "ThumbpipeCore", targets: ["ThumbpipeCore"]),
+    ],
+    targets: cLibraries + products + tests,
+    swiftLanguageModes: [.v6]
+)
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+for target in package.targets where target.type != .system {
+    if target.name == "CVipsShim" { continue }
+    target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
+}

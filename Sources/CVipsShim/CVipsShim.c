@@ -1,0 +1,186 @@
+#include "CVipsShim.h"
+#include <string.h>
+#include <vips/vips.h>
+
+// libvips and its loaders report recoverable oddities (an ignored nclx
+// profile, a bad EXIF tag) through GLib warnings on stderr, which would
+// interleave with thumbpipe's own one-line-per-item diagnostics. Real
+// failures still arrive through the error buffer.
+static void quiet_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)domain; (void)level; (void)message; (void)data;
+}
+
+int CVipsShim_init(const char *argv0, int threads_per_image) {
+    if (VIPS_INIT(argv0)) return -1;
+    if (!g_getenv("THUMBPIPE_VIPS_WARNINGS")) {
+        g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, quiet_log, NULL);
+    }
+    // Batch work: every image is new, so caching operations only costs memory.
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    if (threads_per_image > 0) vips_concurrency_set(threads_per_image);
+    return 0;
+}
+
+const char *CVipsShim_find_loader(const char *path) {
+    return vips_foreign_find_load(path);
+}
+
+static int has_property(VipsOperation *op, const char *name) {
+    return g_object_class_find_property(G_OBJECT_GET_CLASS(op), name) != NULL;
+}
+
+int CVipsShim_loader_shrink_kind(const char *path) {
+    const char *loader = vips_foreign_find_load(path);
+    if (!loader) return -1;
+    VipsOperation *op = vips_operation_new(loader);
+    if (!op) return -1;
+    int kind = 0;
+    if (has_property(op, "shrink")) kind = 1;
+    else if (has_property(op, "scale")) kind = 2;
+    g_object_unref(op);
+    return kind;
+}
+
+int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
+                   int sequential, VipsImage **out) {
+    const char *loader = vips_foreign_find_load(path);
+    if (!loader) return -1;
+    VipsOperation *op = vips_operation_new(loader);
+    if (!op) return -1;
+    g_object_set(op, "filename", path, NULL);
+    g_object_set(op, "access", sequential ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM, NULL);
+    if (has_property(op, "fail_on")) g_object_set(op, "fail_on", (VipsFailOn)fail_on, NULL);
+    if (shrink > 1 && has_property(op, "shrink")) g_object_set(op, "shrink", shrink, NULL);
+    if (scale > 0 && scale < 1.0 && has_property(op, "scale")) g_object_set(op, "scale", scale, NULL);
+    if (vips_cache_operation_buildp(&op)) {
+        vips_object_unref_outputs(VIPS_OBJECT(op));
+        g_object_unref(op);
+        return -1;
+    }
+    VipsImage *image = NULL;
+    g_object_get(op, "out", &image, NULL);
+    vips_object_unref_outputs(VIPS_OBJECT(op));
+    g_object_unref(op);
+    if (!image) return -1;
+    *out = image;
+    return 0;
+}
+
+int CVipsShim_icc_to_srgb(VipsImage *in, VipsImage **out, const char *fallback_profile) {
+    return vips_icc_transform(in, out, "srgb",
+                              "embedded", TRUE,
+                              "input_profile", fallback_profile,
+                              "intent", VIPS_INTENT_RELATIVE,
+                              "depth", 8,
+                              NULL);
+}
+
+int CVipsShim_colourspace_srgb(VipsImage *in, VipsImage **out) {
+    return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+int CVipsShim_cast_uchar(VipsImage *in, VipsImage **out, int shift) {
+    return vips_cast(in, out, VIPS_FORMAT_UCHAR, "shift", shift ? TRUE : FALSE, NULL);
+}
+
+int CVipsShim_bandjoin_const1(VipsImage *in, VipsImage **out, double c) {
+    return vips_bandjoin_const1(in, out, c, NULL);
+}
+
+int CVipsShim_extract_bands(VipsImage *in, VipsImage **out, int band, int n) {
+    return vips_extract_band(in, out, band, "n", n, NULL);
+}
+
+int CVipsShim_premultiply(VipsImage *in, VipsImage **out) {
+    return vips_premultiply(in, out, NULL);
+}
+
+int CVipsShim_unpremultiply(VipsImage *in, VipsImage **out) {
+    return vips_unpremultiply(in, out, NULL);
+}
+
+int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+}
+
+int CVipsShim_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+int CVipsShim_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_crop(in, out, left, top, width, height, NULL);
+}
+
+int CVipsShim_copy(VipsImage *in, VipsImage **out) {
+    return vips_copy(in, out, NULL);
+}
+
+int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
+    return vips_pngsave_buffer(in, buf, len,
+                               "compression", compression,
+                               "interlace", FALSE,
+                               "strip", TRUE,
+                               NULL);
+}
+
+int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality) {
+    VipsTarget *target = vips_target_new_to_descriptor(fd);
+    if (!target) return -1;
+    int result = vips_jpegsave_target(in, target,
+                                      "Q", quality,
+                                      "interlace", FALSE,
+                                      "optimize_coding", TRUE,
+                                      "subsample_mode", VIPS_FOREIGN_SUBSAMPLE_AUTO,
+                                      NULL);
+    if (result == 0 && vips_target_end(target)) result = -1;
+    g_object_unref(target);
+    return result;
+}
+
+int CVipsShim_keep_only_orientation(VipsImage *in, VipsImage **out) {
+    if (vips_copy(in, out, NULL)) return -1;
+    gchar **fields = vips_image_get_fields(*out);
+    for (int i = 0; fields[i]; i++) {
+        const char *name = fields[i];
+        if (strcmp(name, VIPS_META_ORIENTATION) == 0) continue;
+        // Header fields (width, bands, ...) are not removable metadata.
+        if (vips_image_get_typeof(*out, name) == 0) continue;
+        vips_image_remove(*out, name);
+    }
+    g_strfreev(fields);
+    return 0;
+}
+
+const char *CVipsShim_get_string(VipsImage *image, const char *name) {
+    const char *value = NULL;
+    if (vips_image_get_typeof(image, name) == 0) return NULL;
+    if (vips_image_get_string(image, name, &value)) {
+        vips_error_clear();
+        return NULL;
+    }
+    return value;
+}
+
+int CVipsShim_get_int(VipsImage *image, const char *name, int fallback) {
+    int value = fallback;
+    if (vips_image_get_typeof(image, name) == 0) return fallback;
+    if (vips_image_get_int(image, name, &value)) {
+        vips_error_clear();
+        return fallback;
+    }
+    return value;
+}
+
+int CVipsShim_has_field(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0;
+}
+
+void CVipsShim_unref(VipsImage *image) {
+    if (image) g_object_unref(image);
+}
+
+void CVipsShim_free(void *p) {
+    g_free(p);
+}

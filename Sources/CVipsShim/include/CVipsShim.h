@@ -1,0 +1,92 @@
+// CVipsShim: fixed-arity wrappers over libvips.
+//
+// Why this exists: libvips's API takes its optional arguments as NULL-terminated
+// variadic lists (`vips_resize(in, &out, scale, "kernel", ..., NULL)`), and Swift
+// cannot call C variadic functions. Every such call thumbpipe makes goes through
+// one function here, with every argument spelled out. Nothing else lives here:
+// errors are read from vips_error_buffer() by the Swift side, in one place.
+//
+// Every function returns 0 on success and -1 on failure (libvips's convention).
+#ifndef CVIPSSHIM_H
+#define CVIPSSHIM_H
+
+#include <stddef.h>
+#include <vips/vips.h>
+
+/// Starts libvips (vips_init), turns the operation cache off for batch work and
+/// sets libvips's own worker threads per image.
+int CVipsShim_init(const char *argv0, int threads_per_image);
+
+/// The loader libvips picks for a file (e.g. "VipsForeignLoadJpegFile"), or NULL.
+const char *CVipsShim_find_loader(const char *path);
+
+/// Opens a file through its loader. `shrink` (an integer, for loaders that have
+/// it: JPEG) or `scale` (for loaders that have it: WebP, SVG, PDF) is applied at
+/// load time when > 1 / < 1. `fail_on` is a VipsFailOn value. `sequential`
+/// selects VIPS_ACCESS_SEQUENTIAL. `n_pages` 1 loads the first frame only.
+int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
+                   int sequential, VipsImage **out);
+
+/// Whether the named loader has a load-time integer `shrink` (1) or a `scale` (2)
+/// option, or neither (0).
+int CVipsShim_loader_shrink_kind(const char *path);
+
+/// vips_icc_transform to sRGB, 8 bit, relative intent, through the embedded
+/// profile, falling back to `fallback_profile` ("srgb", "cmyk") when none.
+int CVipsShim_icc_to_srgb(VipsImage *in, VipsImage **out, const char *fallback_profile);
+
+/// vips_colourspace to sRGB.
+int CVipsShim_colourspace_srgb(VipsImage *in, VipsImage **out);
+
+/// vips_cast to 8-bit unsigned, with shift for 16-bit sources.
+int CVipsShim_cast_uchar(VipsImage *in, VipsImage **out, int shift);
+
+/// vips_bandjoin_const1.
+int CVipsShim_bandjoin_const1(VipsImage *in, VipsImage **out, double c);
+
+/// vips_extract_band(in, out, band, "n", n).
+int CVipsShim_extract_bands(VipsImage *in, VipsImage **out, int band, int n);
+
+/// vips_premultiply / vips_unpremultiply.
+int CVipsShim_premultiply(VipsImage *in, VipsImage **out);
+int CVipsShim_unpremultiply(VipsImage *in, VipsImage **out);
+
+/// vips_resize with the Lanczos3 kernel; separate horizontal and vertical scales.
+int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale);
+
+/// vips_autorot: applies and clears the EXIF orientation.
+int CVipsShim_autorot(VipsImage *in, VipsImage **out);
+
+/// vips_crop.
+int CVipsShim_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
+
+/// vips_copy.
+int CVipsShim_copy(VipsImage *in, VipsImage **out);
+
+/// vips_pngsave_buffer, no metadata, no interlace.
+int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression);
+
+/// vips_jpegsave_target to an open file descriptor: baseline, `quality`,
+/// 4:2:0 chroma, optimised Huffman tables; metadata as attached to the image.
+int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality);
+
+/// Removes every metadata item but the EXIF orientation, so a saved JPEG carries
+/// no GPS, maker notes, thumbnails or profiles. Works on a copy.
+int CVipsShim_keep_only_orientation(VipsImage *in, VipsImage **out);
+
+/// The string value of a header field, or NULL (vips_image_get_string).
+const char *CVipsShim_get_string(VipsImage *image, const char *name);
+
+/// The integer value of a header field, or `fallback`.
+int CVipsShim_get_int(VipsImage *image, const char *name, int fallback);
+
+/// Whether a header field exists.
+int CVipsShim_has_field(VipsImage *image, const char *name);
+
+/// g_object_unref.
+void CVipsShim_unref(VipsImage *image);
+
+/// g_free (for buffers libvips allocates).
+void CVipsShim_free(void *p);
+
+#endif

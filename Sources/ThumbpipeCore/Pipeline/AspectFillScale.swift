@@ -1,0 +1,77 @@
+import CVips
+import CVipsShim
+
+/// The aspect-fill scale stage: scales the upright source by
+/// `max(W/w, H/h)` so it covers the canvas, crops the overflow around the
+/// centre, and applies the EXIF orientation.
+///
+/// Alpha is premultiplied before resampling, so transparent pixels do not
+/// bleed dark fringes into opaque ones.
+public struct AspectFillScale: Sendable {
+    /// Canvas width in pixels.
+    public var width: Int
+    /// Canvas height in pixels.
+    public var height: Int
+
+    /// Creates the stage for a `width × height` pixel canvas.
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// Scales, crops and orients a decoded image into canvas-sized RGBA pixels.
+    func apply(_ decoded: DecodedImage) throws(ItemFailure) -> RGBABuffer {
+        do {
+            var image = decoded.image
+            let orientation = image.orientation
+            let swap = orientation >= 5
+            // Work in stored (unrotated) coordinates; the centred crop maps onto itself under rotation.
+            let cropWidth = swap ? height : width
+            let cropHeight = swap ? width : height
+            let w = Double(image.width)
+            let h = Double(image.height)
+            let ratio = max(Double(cropWidth) / w, Double(cropHeight) / h)
+            let targetWidth = max(cropWidth, Int((w * ratio).rounded()))
+            let targetHeight = max(cropHeight, Int((h * ratio).rounded()))
+            let alpha = image.bands == 4
+            if alpha {
+                image = try image.derive("premultiply") { CVipsShim_premultiply($0, $1) }
+            }
+            if targetWidth != image.width || targetHeight != image.height {
+                let hscale = Double(targetWidth) / w
+                let vscale = Double(targetHeight) / h
+                image = try image.derive("resize") { CVipsShim_resize($0, $1, hscale, vscale) }
+            }
+            let left = (image.width - cropWidth) / 2
+            let top = (image.height - cropHeight) / 2
+            image = try image.derive("crop") {
+                CVipsShim_crop($0, $1, Int32(left), Int32(top), Int32(cropWidth), Int32(cropHeight))
+            }
+            if alpha {
+                image = try image.derive("unpremultiply") { CVipsShim_unpremultiply($0, $1) }
+            }
+            if image.format != VIPS_FORMAT_UCHAR {
+                image = try image.derive("cast") { CVipsShim_cast_uchar($0, $1, 0) }
+            }
+            if !alpha {
+                image = try image.derive("bandjoin") { CVipsShim_bandjoin_const1($0, $1, 255) }
+            }
+            // The canvas-sized result is small: compute it once, then rotate in memory.
+            image = try image.inMemory()
+            if orientation != 1 {
+                image = try image.derive("autorot") { CVipsShim_autorot($0, $1) }
+            }
+            let pixels = try image.rgbaPixels()
+            guard pixels.width == width, pixels.height == height else {
+                throw ItemFailure(.scale, "scaled to \(pixels.width)×\(pixels.height), expected \(width)×\(height)")
+            }
+            return pixels
+        } catch let error as ItemFailure {
+            throw error
+        } catch let error as VipsError {
+            throw Decode.failure(error, format: decoded.header.format, stage: .scale)
+        } catch {
+            throw ItemFailure(.scale, "\(error)")
+        }
+    }
+}

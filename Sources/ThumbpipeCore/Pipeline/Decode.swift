@@ -1,0 +1,197 @@
+import CVips
+import CVipsShim
+import Foundation
+
+/// What a source's header says, read without decoding pixels.
+public struct SourceHeader: Sendable {
+    /// Stored width and height in pixels (before orientation).
+    public var width: Int
+    public var height: Int
+    /// The EXIF orientation, 1–8.
+    public var orientation: Int
+    /// A short format name for messages (`JPEG`, `PNG`, `HEIF`…).
+    public var format: String
+    /// EXIF DateTimeOriginal, when the source has one.
+    public var dateTimeOriginal: Date?
+    /// Whether the loader can shrink at load time (`shrink` for JPEG, `scale` for WebP/SVG).
+    var shrinkKind: Int32
+
+    /// Width and height as the image displays (orientations 5–8 swap them).
+    public var uprightSize: (width: Int, height: Int) {
+        orientation >= 5 ? (height, width) : (width, height)
+    }
+}
+
+/// A decoded source: 8-bit sRGB with 3 or 4 bands, orientation still pending
+/// (it is applied after scaling, where it is cheap).
+struct DecodedImage {
+    var image: VImage
+    var header: SourceHeader
+}
+
+/// The decode stage: opens a source through libvips, refuses what the limits
+/// forbid, shrinks at load time, and converts to 8-bit sRGB through the embedded
+/// ICC profile (CMYK and 16-bit included).
+public struct Decode: Sendable {
+    /// The limits that apply to every source.
+    public var limits: PipelineSettings.Limits
+
+    /// Creates the stage with `limits`.
+    public init(limits: PipelineSettings.Limits) { self.limits = limits }
+
+    /// Reads a source's header and checks it against the limits.
+    /// - Throws: ``ItemFailure`` at `.decode` for a missing, unreadable, unknown or over-limit source.
+    public func header(of path: String) throws(ItemFailure) -> SourceHeader {
+        try Self.checkReadableFile(path)
+        try startVips()
+        guard let loader = CVipsShim_find_loader(path) else {
+            _ = Vips.takeError(operation: "find_load")
+            throw ItemFailure(.decode, "not a supported image (\(Self.sniff(path)))")
+        }
+        let format = Self.formatName(loader: String(cString: loader))
+        let image = try load(path, shrink: 1, scale: 1, format: format)
+        let header = SourceHeader(
+            width: image.width, height: image.height, orientation: image.orientation, format: format,
+            dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap(ISO8601.parseEXIF),
+            shrinkKind: CVipsShim_loader_shrink_kind(path))
+        let pixels = header.width.multipliedReportingOverflow(by: header.height)
+        if pixels.overflow || pixels.partialValue > limits.maxPixels {
+            throw ItemFailure(
+                .decode,
+                "image is \(header.width)×\(header.height), over limits.maxPixels (\(limits.maxPixels) pixels)")
+        }
+        return header
+    }
+
+    /// Decodes a source for a canvas of `canvasWidth × canvasHeight` pixels,
+    /// shrinking at load time as far as still leaves a factor of two for the
+    /// final resize (libvips's own rule, which keeps the result sharp).
+    func forThumbnail(_ path: String, header: SourceHeader, canvasWidth: Int, canvasHeight: Int)
+        throws(ItemFailure) -> DecodedImage
+    {
+        let upright = header.uprightSize
+        let ratio = max(Double(canvasWidth) / Double(upright.width), Double(canvasHeight) / Double(upright.height))
+        let shrink = 1 / ratio
+        var jpegShrink: Int32 = 1
+        var scale = 1.0
+        switch header.shrinkKind {
+        case 1:
+            jpegShrink = shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1
+        case 2:
+            scale = min(1, 2 * ratio)
+        default:
+            break
+        }
+        let image = try load(path, shrink: jpegShrink, scale: scale, format: header.format)
+        return DecodedImage(image: try toSRGB(image, format: header.format), header: header)
+    }
+
+    /// Decodes a source at full size, for the store.
+    func fullSize(_ path: String, header: SourceHeader) throws(ItemFailure) -> DecodedImage {
+        let image = try load(path, shrink: 1, scale: 1, format: header.format)
+        return DecodedImage(image: try toSRGB(image, format: header.format), header: header)
+    }
+
+    private func startVips() throws(ItemFailure) {
+        do { try Vips.start() } catch { throw ItemFailure(.decode, "libvips did not start: \(error)") }
+    }
+
+    private func load(_ path: String, shrink: Int32, scale: Double, format: String) throws(ItemFailure) -> VImage {
+        var out: UnsafeMutablePointer<VipsImage>? = nil
+        let status = CVipsShim_load(path, shrink, scale, limits.failOn.vipsValue, 1, &out)
+        guard status == 0, let out else {
+            throw Self.failure(Vips.takeError(operation: "load"), format: format, stage: .decode)
+        }
+        return VImage(out)
+    }
+
+    /// Converts any decoded image to 8-bit sRGB with 3 bands, or 4 with alpha.
+    func toSRGB(_ input: VImage, format: String) throws(ItemFailure) -> VImage {
+        do {
+            var image = input
+            let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
+            if image.has(VIPS_META_ICC_NAME) || cmyk {
+                do {
+                    image = try image.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, cmyk ? "cmyk" : "srgb") }
+                } catch {
+                    // A broken or unusable embedded profile: fall back to libvips's
+                    // built-in conversion rather than losing the image.
+                    image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+                }
+            } else if image.interpretation != VIPS_INTERPRETATION_sRGB || image.bands < 3 {
+                image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+            }
+            if image.format != VIPS_FORMAT_UCHAR {
+                let shift: Int32 = image.format == VIPS_FORMAT_USHORT ? 1 : 0
+                image = try image.derive("cast") { CVipsShim_cast_uchar($0, $1, shift) }
+            }
+            if image.bands > 4 {
+                image = try image.derive("extract_band") { CVipsShim_extract_bands($0, $1, 0, 4) }
+            } else if image.bands == 2 || image.bands == 1 {
+                image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+            }
+            return image
+        } catch let error as VipsError {
+            throw Self.failure(error, format: format, stage: .decode)
+        } catch {
+            throw ItemFailure(.decode, "\(error)")
+        }
+    }
+
+    /// Turns a libvips error into a message a user can act on.
+    static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
+        let text = error.message
+        let lower = text.lowercased()
+        let what: String
+        if lower.contains("premature end") || lower.contains("truncated") || lower.contains("unexpected end")
+            || lower.contains("out of data") || lower.contains("not enough data") || lower.contains("read error")
+        {
+            what = "truncated \(format)"
+        } else if lower.contains("not a known file format") || lower.contains("is not a known") {
+            what = "not a supported image"
+        } else {
+            what = "cannot decode \(format)"
+        }
+        return ItemFailure(stage, "\(what) (\(text))")
+    }
+
+    static func checkReadableFile(_ path: String) throws(ItemFailure) {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let code = errno
+            throw ItemFailure(
+                .decode, code == ENOENT ? "file not found" : "cannot open: \(ThumbpipeError.errnoText(code))")
+        }
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw ItemFailure(.decode, "is a directory, not an image") }
+        if (info.st_mode & S_IFMT) != S_IFREG { throw ItemFailure(.decode, "not a regular file") }
+        if info.st_size == 0 { throw ItemFailure(.decode, "empty file (0 bytes)") }
+        let fd = open(path, O_RDONLY)
+        if fd < 0 { throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())") }
+        close(fd)
+    }
+
+    /// A few words on what an unloadable file looks like, from its first bytes.
+    static func sniff(_ path: String) -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "unreadable" }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 16)) ?? Data())
+        if head.starts(with: [0xFF, 0xD8]) { return "JPEG signature but unreadable header" }
+        if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "PNG signature but damaged" }
+        if head.count >= 4,
+            head.prefix(4).allSatisfy({ (0x20...0x7E).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 })
+        {
+            return "looks like text"
+        }
+        return "unknown signature"
+    }
+
+    static func formatName(loader: String) -> String {
+        let l = loader.lowercased()
+        let table: [(String, String)] = [
+            ("jpeg", "JPEG"), ("png", "PNG"), ("webp", "WebP"), ("tiff", "TIFF"), ("gif", "GIF"),
+            ("heif", "HEIF"), ("svg", "SVG"), ("pdf", "PDF"), ("jp2k", "JPEG 2000"), ("jxl", "JPEG XL"),
+            ("magick", "image"), ("rad", "Radiance"), ("fits", "FITS"), ("openexr", "OpenEXR"),
+        ]
+        return table.first(where: { l.contains($0.0) })?.1 ?? "image"
+    }
+}

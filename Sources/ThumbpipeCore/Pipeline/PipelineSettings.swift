@@ -1,0 +1,243 @@
+import Foundation
+
+/// Every setting of a run, as a pipeline file (`pipelines/NAME.json`) states it.
+public struct PipelineSettings: Sendable, Equatable {
+    /// The thumbnail's geometry and format.
+    public struct Thumbnail: Sendable, Equatable {
+        /// Canvas width in points.
+        public var width: Double = 40
+        /// Canvas height in points.
+        public var height: Double = 40
+        /// Pixels per point.
+        public var scale: Double = 2
+        /// Corner radius in points.
+        public var cornerRadius: Double = 5
+        /// Encoded format; only `png` (8-bit RGBA) is supported.
+        public var format: String = "png"
+
+        /// Canvas width in pixels: `width × scale`, rounded.
+        public var pixelWidth: Int { Int((width * scale).rounded()) }
+        /// Canvas height in pixels: `height × scale`, rounded.
+        public var pixelHeight: Int { Int((height * scale).rounded()) }
+        /// Corner radius in pixels, at most half the shorter side.
+        public var pixelRadius: Double {
+            min(cornerRadius * scale, Double(min(pixelWidth, pixelHeight)) / 2)
+        }
+    }
+
+    /// The full-size image store.
+    public struct Store: Sendable, Equatable {
+        /// Encoded format; only `jpeg` is supported.
+        public var format: String = "jpeg"
+        /// JPEG quality from 0 to 1, as `UIImageJPEGRepresentation` takes it (0.5 → libvips Q=50).
+        public var quality: Double = 0.5
+        /// How the stored JPEG displays upright: `tag` keeps the source's pixels and
+        /// writes only the EXIF orientation tag.
+        public var orientation: String = "tag"
+
+        /// libvips's Q for ``quality``.
+        public var vipsQuality: Int { max(1, min(100, Int((quality * 100).rounded()))) }
+    }
+
+    /// The item archive.
+    public struct Archive: Sendable, Equatable {
+        /// The class name the items are archived under.
+        public var className: String = "BNRItem"
+        /// The archive's file name in the output folder.
+        public var fileName: String = "items.archive"
+    }
+
+    /// Limits on what a source may cost.
+    public struct Limits: Sendable, Equatable {
+        /// Sources with more pixels than this are refused before decoding (sharp's default).
+        public var maxPixels: Int = 268_402_689
+        /// How strict decoding is: `none`, `truncated`, `error` or `warning` (libvips's fail_on).
+        public var failOn: FailOn = .truncated
+    }
+
+    /// libvips's decode strictness levels (VipsFailOn).
+    public enum FailOn: String, Sendable, CaseIterable {
+        case none, truncated, error, warning
+        var vipsValue: Int32 {
+            switch self {
+            case .none: 0
+            case .truncated: 1
+            case .error: 2
+            case .warning: 3
+            }
+        }
+    }
+
+    /// The pipeline's name (the file's base name).
+    public var name: String = "homepwner"
+    public var thumbnail = Thumbnail()
+    public var store = Store()
+    public var archive = Archive()
+    public var limits = Limits()
+
+    /// The seed values: Homepwner's 40×40 pt thumbnail at scale 2 with a 5 pt radius, JPEG quality 0.5.
+    public init() {}
+}
+
+extension PipelineSettings {
+    /// Finds a pipeline by name (`pipelines/NAME.json` next to the working directory
+    /// or the executable) or by path.
+    /// - Throws: ``ThumbpipeError`` (66) when no such pipeline exists.
+    public static func locate(_ nameOrPath: String) throws -> String {
+        if nameOrPath.hasSuffix(".json") || nameOrPath.contains("/") {
+            guard FileManager.default.fileExists(atPath: nameOrPath) else {
+                throw ThumbpipeError(.noInput, "\(nameOrPath): pipeline file not found")
+            }
+            return nameOrPath
+        }
+        var folders: [String] = []
+        if let env = ProcessInfo.processInfo.environment["THUMBPIPE_PIPELINES"] { folders.append(env) }
+        folders.append(FileManager.default.currentDirectoryPath + "/pipelines")
+        // The repository's pipelines/ from a build under .build/<config>/.
+        var exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            folders.append(exe.appendingPathComponent("pipelines").path)
+            exe = exe.deletingLastPathComponent()
+        }
+        for folder in folders {
+            let candidate = folder + "/" + nameOrPath + ".json"
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        throw ThumbpipeError(
+            .noInput,
+            "pipeline '\(nameOrPath)' not found (looked for \(nameOrPath).json in ./pipelines; pass a path to use another)"
+        )
+    }
+
+    /// Loads a pipeline file. Missing settings keep their seed values.
+    /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) with the line of a wrong setting.
+    public static func load(path: String) throws -> PipelineSettings {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ThumbpipeError(.noInput, "\(path): cannot open pipeline file: \(ThumbpipeError.describe(error))")
+        }
+        let file = URL(fileURLWithPath: path).lastPathComponent
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse([UInt8](data))
+        } catch let error as JSONSyntaxError {
+            throw ThumbpipeError.data(file, error.line, "invalid JSON: \(error.reason)")
+        }
+        var settings = PipelineSettings()
+        settings.name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        try settings.apply(root, file: file)
+        return settings
+    }
+
+    private mutating func apply(_ root: JSONValue, file: String) throws {
+        guard case .object(let sections, let rootLine) = root else {
+            throw ThumbpipeError.data(file, 1, "a pipeline file must be a JSON object")
+        }
+        _ = rootLine
+        for section in sections {
+            guard case .object(let members, _) = section.value else {
+                if section.key == "name", case .string(let s) = section.value {
+                    name = s
+                    continue
+                }
+                throw ThumbpipeError.data(file, section.line, "'\(section.key)' must be an object")
+            }
+            for member in members {
+                let key = "\(section.key).\(member.key)"
+                try set(key, member.value, at: "\(file):\(member.line)")
+            }
+        }
+        try validate(at: file)
+    }
+
+    /// Sets one setting by its dotted name (`thumbnail.scale`), as a flag or pipeline file gives it.
+    /// - Throws: ``ThumbpipeError`` (65) naming `location` when the name or value is wrong.
+    public mutating func set(_ key: String, _ value: JSONValue, at location: String) throws {
+        func bad(_ reason: String) -> ThumbpipeError {
+            ThumbpipeError(.dataError, "\(location): \(key) \(reason)")
+        }
+        func number() throws -> Double {
+            let text: String
+            switch value {
+            case .number(let n): text = n
+            case .string(let s): text = s
+            default: throw bad("must be a number, found \(value.typeName)")
+            }
+            guard let d = Double(text), d.isFinite else { throw bad("must be a number, found '\(text)'") }
+            return d
+        }
+        func string() throws -> String {
+            guard case .string(let s) = value else { throw bad("must be a string, found \(value.typeName)") }
+            return s
+        }
+        switch key {
+        case "thumbnail.width": thumbnail.width = try number()
+        case "thumbnail.height": thumbnail.height = try number()
+        case "thumbnail.scale": thumbnail.scale = try number()
+        case "thumbnail.cornerRadius": thumbnail.cornerRadius = try number()
+        case "thumbnail.format": thumbnail.format = try string().lowercased()
+        case "store.format": store.format = try string().lowercased()
+        case "store.quality": store.quality = try number()
+        case "store.orientation": store.orientation = try string()
+        case "archive.className": archive.className = try string()
+        case "archive.fileName": archive.fileName = try string()
+        case "limits.maxPixels":
+            let n = try number()
+            guard n >= 1, n == n.rounded(), n < 9e18 else { throw bad("must be a positive whole number") }
+            limits.maxPixels = Int(n)
+        case "limits.failOn":
+            let s = try string()
+            guard let level = FailOn(rawValue: s) else {
+                throw bad("must be one of \(FailOn.allCases.map(\.rawValue).joined(separator: ", ")), found '\(s)'")
+            }
+            limits.failOn = level
+        default:
+            throw ThumbpipeError(.dataError, "\(location): unknown setting '\(key)'")
+        }
+    }
+
+    /// Checks that settings make sense together.
+    /// - Throws: ``ThumbpipeError`` (65) naming the first that does not.
+    public func validate(at location: String) throws {
+        func bad(_ reason: String) -> ThumbpipeError { ThumbpipeError(.dataError, "\(location): \(reason)") }
+        guard thumbnail.width > 0, thumbnail.height > 0, thumbnail.scale > 0 else {
+            throw bad("thumbnail width, height and scale must be greater than 0")
+        }
+        guard thumbnail.pixelWidth >= 1, thumbnail.pixelHeight >= 1, thumbnail.pixelWidth <= 4096,
+            thumbnail.pixelHeight <= 4096
+        else { throw bad("thumbnail canvas must be 1 to 4096 pixels a side") }
+        guard thumbnail.cornerRadius >= 0 else { throw bad("thumbnail.cornerRadius must be 0 or more") }
+        guard thumbnail.format == "png" else {
+            throw bad("thumbnail.format '\(thumbnail.format)' is not supported (png)")
+        }
+        guard store.format == "jpeg" || store.format == "jpg" else {
+            throw bad("store.format '\(store.format)' is not supported (jpeg)")
+        }
+        guard store.quality > 0, store.quality <= 1 else { throw bad("store.quality must be in (0, 1]") }
+        guard store.orientation == "tag" else {
+            throw bad("store.orientation '\(store.orientation)' is not supported (tag)")
+        }
+        guard !archive.className.isEmpty else { throw bad("archive.className must not be empty") }
+        guard ManifestItem.isSafeKey(archive.fileName) else {
+            throw bad("archive.fileName '\(archive.fileName)' is not a safe file name")
+        }
+    }
+
+    /// The settings as a JSON-ready dictionary, for the report.
+    public var summary: [String: Any] {
+        [
+            "name": name,
+            "thumbnail": [
+                "width": thumbnail.width, "height": thumbnail.height, "scale": thumbnail.scale,
+                "cornerRadius": thumbnail.cornerRadius, "format": thumbnail.format,
+                "pixelWidth": thumbnail.pixelWidth, "pixelHeight": thumbnail.pixelHeight,
+            ] as [String: Any],
+            "store": ["format": store.format, "quality": store.quality, "orientation": store.orientation]
+                as [String: Any],
+            "archive": ["className": archive.className, "fileName": archive.fileName],
+            "limits": ["maxPixels": limits.maxPixels, "failOn": limits.failOn.rawValue] as [String: Any],
+        ]
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+
+/// A file written under a temporary name in its final folder, flushed, then
+/// renamed into place, so nobody ever sees it half-written.
+public final class TemporaryFile: @unchecked Sendable {
+    /// The prefix every temporary name carries; item keys cannot start with a
+    /// dot, so these never collide with store files.
+    public static let prefix = ".thumbpipe-tmp-"
+    private static let counter = AtomicCounter()
+
+    /// The temporary path.
+    public let path: String
+    /// The open descriptor, or -1 once closed.
+    public private(set) var descriptor: Int32
+
+    /// Creates an empty temporary file in `folder` for `name` (O_CREAT | O_EXCL, mode 0644).
+    /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
+    public init(in folder: String, for name: String) throws {
+        let unique = "\(getpid())-\(Self.counter.next())"
+        path = "\(folder)/\(Self.prefix)\(unique)-\(name)"
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if descriptor < 0 {
+            throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Writes all of `bytes`.
+    /// - Throws: ``ThumbpipeError`` (74) naming the path and reason (e.g. no space left).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ThumbpipeError(.ioError, "\(path): write failed: \(ThumbpipeError.errnoText())")
+            }
+            offset += n
+        }
+    }
+
+    /// Flushes to disk (fsync), closes, and renames onto `finalPath` in the same
+    /// folder. A symlink at `finalPath` is replaced, not followed.
+    /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
+    public func commit(to finalPath: String) throws {
+        defer { if descriptor >= 0 { discard() } }
+        if fsync(descriptor) != 0 {
+            throw ThumbpipeError(.ioError, "\(path): flush failed: \(ThumbpipeError.errnoText())")
+        }
+        let fd = descriptor
+        descriptor = -1
+        if close(fd) != 0 {
+            unlink(path)
+            throw ThumbpipeError(.ioError, "\(path): close failed: \(ThumbpipeError.errnoText())")
+        }
+        if rename(path, finalPath) != 0 {
+            let reason = ThumbpipeError.errnoText()
+            unlink(path)
+            throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
+        }
+    }
+
+    /// Closes and removes the temporary.
+    public func discard() {
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+        }
+        unlink(path)
+    }
+
+    /// Writes `data` to `finalPath` atomically.
+    public static func write(_ data: Data, to finalPath: String) throws {
+        let url = URL(fileURLWithPath: finalPath)
+        let file = try TemporaryFile(in: url.deletingLastPathComponent().path, for: url.lastPathComponent)
+        do {
+            try data.withUnsafeBytes { try file.write($0) }
+            try file.commit(to: finalPath)
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// Flushes a folder's entries (fsync on the directory), so renames survive power loss.
+    public static func syncFolder(_ folder: String) {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    /// Removes temporaries a killed run left in `folder`.
+    /// - Returns: how many were removed.
+    @discardableResult
+    public static func removeStale(in folder: String) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(prefix) {
+            if unlink("\(folder)/\(name)") == 0 { removed += 1 }
+        }
+        return removed
+    }
+}
+
+/// A process-wide counter for unique temporary names.
+final class AtomicCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    func next() -> Int { value.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,56 @@
+import CVips
+import CVipsShim
+import Foundation
+
+/// The full-size image store: one baseline JPEG per item, named by its key with
+/// no extension, as Homepwner's `BNRImageStore` keeps them.
+public struct ImageStore: Sendable {
+    /// The folder the store files live in (the output folder).
+    public var folder: String
+    /// The store settings (JPEG quality, orientation handling).
+    public var settings: PipelineSettings.Store
+
+    /// Creates a store over `folder`.
+    public init(folder: String, settings: PipelineSettings.Store) {
+        self.folder = folder
+        self.settings = settings
+    }
+
+    /// The path of the store file for `key`.
+    public func path(forKey key: String) -> String { "\(folder)/\(key)" }
+
+    /// Encodes a decoded full-size image as a JPEG under a temporary name; the
+    /// caller commits it with ``TemporaryFile/commit(to:)`` once the item is whole.
+    ///
+    /// The pixels keep their stored orientation and only the EXIF orientation
+    /// tag is written, so the file displays upright; every other metadata item
+    /// (GPS, maker notes, embedded thumbnails, profiles) is dropped.
+    /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
+    ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
+    func writeTemporary(_ decoded: DecodedImage, forKey key: String) throws -> TemporaryFile {
+        let file = try TemporaryFile(in: folder, for: key)
+        do {
+            let image = try decoded.image.derive("copy") { CVipsShim_keep_only_orientation($0, $1) }
+            let status = CVipsShim_jpegsave_fd(image.pointer, file.descriptor, Int32(settings.vipsQuality))
+            if status != 0 {
+                let error = Vips.takeError(operation: "jpegsave")
+                if errno == ENOSPC || errno == EDQUOT || errno == EFBIG {
+                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText())")
+                }
+                throw Decode.failure(error, format: decoded.header.format, stage: .store)
+            }
+            return file
+        } catch let error as VipsError {
+            file.discard()
+            throw Decode.failure(error, format: decoded.header.format, stage: .store)
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// Deletes the store file for `key`, as `deleteImageForKey:` does; a missing file is fine.
+    public func delete(forKey key: String) {
+        unlink(path(forKey: key))
+    }
+}

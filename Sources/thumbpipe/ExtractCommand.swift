@@ -1,0 +1,44 @@
+import Foundation
+import ThumbpipeCore
+
+/// `thumbpipe extract`: writes an archive's thumbnails as PNG files.
+enum ExtractCommand {
+    static let help = """
+        USAGE: thumbpipe extract ARCHIVE DIR
+
+        Writes each item's thumbnail as DIR/<itemKey>.png (DIR is created when
+        missing). Items without a thumbnail are skipped.
+        """
+
+    static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("-h", "--help") {
+            printOut(help)
+            return 0
+        }
+        _ = args.flag("-q", "--quiet")
+        let positionals = try args.finish(command: "extract")
+        guard positionals.count == 2 else { throw ThumbpipeError(.usage, "extract takes ARCHIVE and DIR") }
+        let reader = try KeyedArchiveReader(path: positionals[0])
+        let folder = positionals[1]
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(error.localizedDescription)")
+        }
+        var written = 0
+        for index in 0..<reader.count {
+            let item: ArchivedItem
+            do {
+                item = try reader.item(at: index)
+            } catch let error as ArchiveFormatError {
+                throw ThumbpipeError(.dataError, "\(positionals[0]): not a valid items archive: \(error.reason)")
+            }
+            guard let data = item.thumbnailData else { continue }
+            try TemporaryFile.write(data, to: "\(folder)/\(item.itemKey).png")
+            written += 1
+        }
+        terminal.diagnostic("thumbpipe: \(written) thumbnails of \(reader.count) items → \(folder)")
+        return 0
+    }
+}

@@ -1,0 +1,119 @@
+import Dispatch
+import Foundation
+import ThumbpipeCore
+
+/// `thumbpipe run`: a manifest in, an output folder out.
+enum RunCommand {
+    static let help = """
+        USAGE: thumbpipe run MANIFEST [options]
+
+        Reads MANIFEST (.jsonl/.ndjson one object per line, .json an array, .csv with a
+        header row) and writes OUT/items.archive, one full-size JPEG per item named by
+        its itemKey, and OUT/.thumbpipe/report.json.
+
+        OPTIONS:
+          -o, --output DIR          output folder (default: out)
+          --pipeline NAME|FILE      pipeline settings (default: homepwner, from pipelines/)
+          -j, --jobs N              worker threads (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
+          --width PT, --height PT   thumbnail canvas in points
+          --scale S                 pixels per point
+          --corner-radius PT        corner radius in points
+          --quality Q               store JPEG quality, 0-1 (0.5 = libvips Q=50)
+          --max-pixels N            refuse sources with more pixels than N
+          --fail-on LEVEL           none, truncated, error or warning (libvips fail_on)
+          --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
+          -q, --quiet               no progress bar
+          -h, --help                this help
+
+        Exit status: 0 all items done, 1 some items failed (listed on stderr and in
+        the report), 64 bad command line, 65 bad manifest or pipeline file, 66 input
+        cannot be opened, 73 output cannot be created, 74 read/write failure.
+        """
+
+    static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("-h", "--help") {
+            printOut(help)
+            return 0
+        }
+        _ = args.flag("-q", "--quiet")
+        let output = try args.option("-o", "--output") ?? "out"
+        let pipelineName = try args.option("--pipeline") ?? "homepwner"
+        let jobs =
+            try args.option("-j", "--jobs").map {
+                try Int(option: $0, name: "--jobs", range: 1...256)
+            } ?? ProcessInfo.processInfo.activeProcessorCount
+        var overrides: [(String, String)] = []
+        for (flag, key) in [
+            ("--width", "thumbnail.width"), ("--height", "thumbnail.height"), ("--scale", "thumbnail.scale"),
+            ("--corner-radius", "thumbnail.cornerRadius"), ("--quality", "store.quality"),
+            ("--max-pixels", "limits.maxPixels"), ("--fail-on", "limits.failOn"),
+        ] {
+            if let value = try args.option(flag) { overrides.append((key, value)) }
+        }
+        for pair in try args.options("--set") {
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw ThumbpipeError(.usage, "--set takes KEY=VALUE, not '\(pair)'")
+            }
+            overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
+        }
+        let positionals = try args.finish(command: "run")
+        guard positionals.count == 1 else {
+            throw ThumbpipeError(
+                .usage,
+                positionals.isEmpty
+                    ? "run needs a MANIFEST (see 'thumbpipe run --help')"
+                    : "run takes one MANIFEST, got \(positionals.count)")
+        }
+
+        var settings = try PipelineSettings.load(path: try PipelineSettings.locate(pipelineName))
+        for (key, value) in overrides {
+            let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
+            do {
+                try settings.set(key, json, at: "command line")
+            } catch let error as ThumbpipeError {
+                throw ThumbpipeError(.usage, error.message)
+            }
+        }
+        do {
+            try settings.validate(at: "command line")
+        } catch let error as ThumbpipeError {
+            throw ThumbpipeError(.usage, error.message)
+        }
+
+        let manifest = try Manifest.read(path: positionals[0])
+        for warning in manifest.warnings { terminal.warning(warning) }
+        let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
+
+        let options = RunOptions(outputFolder: output, jobs: jobs)
+        let runner = BatchRunner(manifest: manifest, settings: settings, options: options)
+        let total = manifest.items.count
+        runner.onFailure = { failure in
+            terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")
+        }
+        runner.onProgress = { done in terminal.progress(done: done, total: total) }
+
+        let cancel = CancellationFlag()
+        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { cancel.cancel(signal: number) }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+
+        let result = try runner.run(cancel: cancel) { result in
+            let report = RunReport.json(
+                result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
+            try RunReport.write(report, outputFolder: output)
+        }
+        let failed = result.failures.count
+        let rate = Double(total) / max(result.seconds, 1e-9)
+        terminal.diagnostic(
+            "thumbpipe: \(total) items in \(String(format: "%.2f", result.seconds)) s (\(String(format: "%.1f", rate)) items/s): "
+                + "\(result.succeeded) done, \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
+        )
+        return failed > 0 ? 1 : 0
+    }
+}

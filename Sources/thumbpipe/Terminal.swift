@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+/// stderr output: diagnostics, and a progress bar only on a terminal.
+final class Terminal: Sendable {
+    private struct State {
+        var lastDraw: UInt64 = 0
+        var barShown = false
+    }
+    let showProgress: Bool
+    let colour: Bool
+    private let started = DispatchTime.now().uptimeNanoseconds
+    private let state = Mutex(State())
+
+    init(quiet: Bool) {
+        let environment = ProcessInfo.processInfo.environment
+        let tty = isatty(STDERR_FILENO) == 1
+        showProgress = tty && !quiet && environment["TERM"] != "dumb"
+        colour = tty && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+    }
+
+    /// Writes one diagnostic line to stderr, clearing the progress bar first.
+    func diagnostic(_ line: String) {
+        state.withLock { state in
+            if state.barShown { Self.write("\r\u{1B}[2K") }
+            state.barShown = false
+            Self.write(line + "\n")
+        }
+    }
+
+    /// Warnings and errors, coloured on a terminal.
+    func warning(_ text: String) { diagnostic(colour ? "\u{1B}[33mwarning:\u{1B}[0m \(text)" : "warning: \(text)") }
+    func error(_ text: String) { diagnostic(colour ? "\u{1B}[31merror:\u{1B}[0m \(text)" : "error: \(text)") }
+
+    /// Redraws the bar: count, rate and ETA, at most ten times a second.
+    func progress(done: Int, total: Int) {
+        guard showProgress else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { state in
+            guard done == total || now - state.lastDraw > 100_000_000 else { return }
+            state.lastDraw = now
+            let elapsed = Double(now - started) / 1e9
+            let rate = elapsed > 0 ? Double(done) / elapsed : 0
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            let width = 30
+            let filled = total > 0 ? width * done / total : width
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            let line =
+                "\r\u{1B}[2K\(bar) \(done)/\(total)  \(String(format: "%.1f", rate)) items/s  ETA \(Self.duration(eta))"
+            Self.write(line)
+            state.barShown = true
+            if done == total {
+                Self.write("\r\u{1B}[2K")
+                state.barShown = false
+            }
+        }
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600
+            ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+
+    static func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
+
+/// Standard output, for data and help.
+func printOut(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,61 @@
+import Foundation
+import ThumbpipeCore
+
+/// The `thumbpipe` command: a thin front over ThumbpipeCore.
+let usage = """
+    thumbpipe \(RunReport.version): turn a photo collection into a Homepwner item archive with
+    thumbnails and a full-size JPEG image store, in one parallel batch over libvips.
+
+    USAGE:
+      thumbpipe run MANIFEST [-o OUT] [--pipeline NAME|FILE] [--jobs N] [--scale S] ...
+      thumbpipe inspect ARCHIVE [--json]
+      thumbpipe extract ARCHIVE DIR
+      thumbpipe --help | --version
+      thumbpipe COMMAND --help
+
+    COMMANDS:
+      run       process a manifest (.jsonl, .ndjson, .json, .csv) into an output folder
+      inspect   list the items of an items.archive
+      extract   write the thumbnails of an items.archive as PNG files
+
+    EXIT STATUS:
+      0 all items done   1 some items failed   64 bad command line
+      65 bad manifest, pipeline or archive   66 input cannot be opened
+      73 output cannot be created   74 read/write failure   130/143 interrupted
+    """
+
+func main() -> Int32 {
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    guard let command = arguments.first else {
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        return ThumbpipeError.Kind.usage.rawValue
+    }
+    arguments.removeFirst()
+    let terminal = Terminal(quiet: arguments.contains("-q") || arguments.contains("--quiet"))
+    do {
+        switch command {
+        case "--help", "-h", "help":
+            printOut(usage)
+            return 0
+        case "--version", "-V", "version":
+            printOut("thumbpipe \(RunReport.version)")
+            return 0
+        case "run": return try RunCommand.main(arguments, terminal: terminal)
+        case "inspect": return try InspectCommand.main(arguments)
+        case "extract": return try ExtractCommand.main(arguments, terminal: terminal)
+        default:
+            throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
+        }
+    } catch let error as ThumbpipeError {
+        terminal.error(error.message)
+        return error.exitStatus
+    } catch let error as RunCancelled {
+        terminal.diagnostic("thumbpipe: stopped by signal \(error.signal); nothing partial was written")
+        return error.exitStatus
+    } catch {
+        terminal.error("\(error)")
+        return ThumbpipeError.Kind.software.rawValue
+    }
+}
+
+exit(main())
