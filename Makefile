@@ -1,0 +1,44 @@
+# thumbpipe: `make demo` runs the sample manifest, `make test` runs the tests.
+# Both install what is missing (libvips from Debian) first.
+
+SWIFT ?= swift
+OUT ?= out
+APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+
+.PHONY: all deps build demo test format clean
+
+all: build
+
+# System libraries come from Debian through pkg-config; install them when missing.
+deps:
+	@if ! pkg-config --exists vips; then \
+	  echo "make: installing libvips-dev (pkg-config cannot find vips)"; \
+	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
+	fi
+	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
+
+build: deps
+	$(SWIFT) build -c release
+
+# Runs samples/items.jsonl into ./out. The sample names one photo that does not
+# exist, so thumbpipe reports that item and exits 1, which make passes on.
+demo: build
+	@rm -rf $(OUT)
+	@status=0; .build/release/thumbpipe run samples/items.jsonl -o $(OUT) || status=$$?; \
+	echo; echo "Outputs in $(OUT)/:"; \
+	echo "  $(OUT)/items.archive            the item archive (NSKeyedArchiver, BNRItem)"; \
+	echo "  $(OUT)/<itemKey>                one full-size JPEG per item"; \
+	echo "  $(OUT)/.thumbpipe/report.json   counts, timings, failures"; \
+	echo; .build/release/thumbpipe inspect $(OUT)/items.archive; \
+	echo; echo "thumbpipe exited $$status (1 = finished, some items failed; see above)"; \
+	exit $$status
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+format:
+	$(SWIFT) format -i -r Sources Tests Package.swift
+
+clean:
+	rm -rf .build $(OUT)
