@@ -35,7 +35,7 @@ let products: [Target] = [
 let tests: [Target] = [
     .target(
         name: "ThumbpipeTestSupport",
-        dependencies: ["ThumbpipeCore"],
+        dependencies: ["ThumbpipeCore", "CVips", "CVipsShim"],
         path: "Tests/ThumbpipeTestSupport"
     ),
     .testTarget(

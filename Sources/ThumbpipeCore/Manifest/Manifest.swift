@@ -16,6 +16,14 @@ public struct Manifest: Sendable {
         "itemName", "serialNumber", "valueInDollars", "dateCreated", "itemKey", "image",
     ]
 
+    /// Creates a manifest from items already checked.
+    public init(path: String, items: [ManifestItem], warnings: [String] = [], modificationDate: Date) {
+        self.path = path
+        self.items = items
+        self.warnings = warnings
+        self.modificationDate = modificationDate
+    }
+
     /// Reads a manifest by its extension: `.jsonl`/`.ndjson`, `.json` or `.csv`.
     /// - Throws: ``ThumbpipeError`` with exit status 66 when the file cannot be
     ///   read, 65 with `file:line: reason` when its content is wrong.

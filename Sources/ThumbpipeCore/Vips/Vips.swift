@@ -146,3 +146,15 @@ public struct RGBABuffer: Sendable, Equatable {
         return (pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
     }
 }
+
+/// Starting libvips from outside the library (tools, tests).
+public enum LibVips {
+    /// Starts libvips once per process; later calls return at once.
+    /// - Throws: ``VipsError`` when libvips cannot start.
+    public static func start() throws { try Vips.start() }
+
+    /// The libvips version, e.g. `8.14.1`.
+    public static var version: String {
+        "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"
+    }
+}

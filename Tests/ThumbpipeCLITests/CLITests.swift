@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import ThumbpipeCore
+import ThumbpipeTestSupport
+
+@Suite("thumbpipe command line")
+struct CLITests {
+    func manifest(_ lines: [String]) -> (folder: String, path: String) {
+        let folder = TestPaths.temporaryFolder("cli")
+        return (folder, writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n"))
+    }
+
+    @Test func runsAManifestEndToEnd() throws {
+        let corpus = TestPaths.corpus.path
+        let (folder, path) = manifest([
+            #"{"itemName": "Portrait", "serialNumber": "P1", "valueInDollars": 10, "image": "\#(corpus)/photos/Blackberry-Z10.jpg", "itemKey": "portrait"}"#,
+            #"{"itemName": "Dice", "valueInDollars": 3, "image": "\#(corpus)/edge/png-palette-trns_paletted-transparent.png", "itemKey": "dice"}"#,
+            #"{"itemName": "Gift card", "itemKey": "card"}"#,
+            #"{"itemName": "Lost watch", "image": "lost.jpg", "itemKey": "lost"}"#,
+        ])
+        let out = folder + "/out"
+        let result = try runThumbpipe(["run", path, "-o", out, "--jobs", "2", "-q"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("items.jsonl:4: lost.jpg: file not found"))
+        #expect(result.stderr.contains("4 items"))
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: out))
+        #expect(names == ["items.archive", "portrait", "dice", ".thumbpipe"])
+        let upright = try DecodedTestImage.load(out + "/portrait", autorotate: true)
+        #expect(upright.width == 1836 && upright.height == 3264)
+
+        let report =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/.thumbpipe/report.json"))) as! [String: Any]
+        let counts = report["counts"] as! [String: Int]
+        #expect(counts == ["items": 4, "succeeded": 2, "failed": 1, "withoutImage": 1])
+        let failures = report["failures"] as! [[String: Any]]
+        #expect(failures.count == 1)
+        #expect(failures[0]["line"] as? Int == 4 && failures[0]["stage"] as? String == "decode")
+        #expect((report["stages"] as? [String: Any])?["decode"] != nil)
+        #expect((report["peakRSSBytes"] as? Int ?? 0) > 0)
+
+        let inspect = try runThumbpipe(["inspect", out + "/items.archive"])
+        #expect(inspect.status == 0)
+        #expect(
+            inspect.stdout.contains("portrait") && inspect.stdout.contains("80×80")
+                && inspect.stdout.contains("Lost watch"))
+        let json = try runThumbpipe(["inspect", out + "/items.archive", "--json"])
+        let lines = json.stdout.split(separator: "\n")
+        #expect(lines.count == 4)
+        let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        #expect(first["itemKey"] as? String == "portrait" && first["valueInDollars"] as? Int == 10)
+        #expect(first["thumbnailWidth"] as? Int == 80)
+
+        let extracted = folder + "/thumbs"
+        let extract = try runThumbpipe(["extract", out + "/items.archive", extracted])
+        #expect(extract.status == 0)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: extracted)) == ["portrait.png", "dice.png"])
+    }
+
+    @Test func allGoodItemsExitZero() throws {
+        let corpus = TestPaths.corpus.path
+        let (folder, path) = manifest([#"{"itemName": "One", "image": "\#(corpus)/edge/tiny-1x1-rgb_1x1.png"}"#])
+        let result = try runThumbpipe(["run", path, "-o", folder + "/out", "--scale", "3"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let reader = try KeyedArchiveReader(path: folder + "/out/items.archive")
+        #expect(PNGInfo.size(try reader.item(at: 0).thumbnailData!)! == (120, 120))
+    }
+
+    @Test(arguments: [
+        (["--version"], Int32(0), "thumbpipe 0.1.0"),
+        (["--help"], 0, "USAGE"),
+        (["run", "--help"], 0, "--pipeline"),
+        (["inspect", "--help"], 0, "--json"),
+        (["extract", "--help"], 0, "DIR"),
+        (["frobnicate"], 64, "unknown command"),
+        ([], 64, "USAGE"),
+        (["run"], 64, "needs a MANIFEST"),
+        (["run", "x.jsonl", "--jobs", "zero"], 64, "--jobs"),
+        (["run", "x.jsonl", "--bogus"], 64, "unknown option '--bogus'"),
+        (["run", "/nonexistent/items.jsonl"], 66, "cannot open manifest"),
+        (["run", "x.jsonl", "--pipeline", "nope"], 66, "pipeline 'nope' not found"),
+        (["inspect", "/nonexistent/items.archive"], 66, "cannot open"),
+    ])
+    func commandLine(arguments: [String], status: Int32, text: String) throws {
+        let result = try runThumbpipe(arguments)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect((result.stdout + result.stderr).contains(text), "\(result.stdout)\(result.stderr)")
+    }
+
+    @Test func badManifestExits65AndWritesNothing() throws {
+        let (folder, path) = manifest([#"{"itemName": "A"}"#, #"{"itemName": "B", "itemKey": "../x"}"#])
+        let result = try runThumbpipe(["run", path, "-o", folder + "/out"])
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("items.jsonl:2: itemKey '../x' is not a safe file name"))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/out"))
+    }
+
+    @Test func corruptArchiveExits65WithOneLine() throws {
+        let folder = TestPaths.temporaryFolder("cli")
+        let path = writeFile(folder, "items.archive", "bplist00 but not really, and long enough to have a trailer ....")
+        let result = try runThumbpipe(["inspect", path])
+        #expect(result.status == 65)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func unwritableOutputExits73() throws {
+        let (folder, path) = manifest([#"{"itemName": "A"}"#])
+        writeFile(folder, "file", "x")
+        let result = try runThumbpipe(["run", path, "-o", folder + "/file/out"])
+        #expect(result.status == 73, "\(result.stderr)")
+    }
+}

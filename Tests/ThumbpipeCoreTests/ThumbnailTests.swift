@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+@testable import ThumbpipeCore
+
+@Suite("Thumbnails on real photos", .vipsStarted)
+struct ThumbnailTests {
+    let thumbnailer = Thumbnailer(settings: PipelineSettings())
+
+    func thumbnail(_ relative: String) throws -> (png: Data, image: DecodedTestImage) {
+        let path = TestPaths.corpus(relative)
+        var timings: [Stage: Double] = [:]
+        let header = try thumbnailer.decode.header(of: path)
+        let png = try thumbnailer.thumbnail(for: path, header: header, timings: &timings)
+        return (png, try DecodedTestImage.load(png: png))
+    }
+
+    @Test(
+        "80×80 RGBA with a rounded mask",
+        arguments: [
+            "photos/Nikon-D3100.jpg",  // landscape 4608×3072
+            "photos/Canon-EOS-5D.jpg",  // portrait 2912×4368
+            "photos/Kodak-PIXPRO-SP360.jpg",  // square 3264×3264
+            "edge/wide-940x2_940x2.png",  // 470:1 panorama
+            "edge/avif-wide-4096x800-multi-item_pitm.avif",  // 5:1
+            "edge/tall-13x169_big-height.webp",  // tall and smaller than the canvas
+            "edge/tiny-1x1-rgb_1x1.png",  // 1×1, scaled up to fill
+            "photos/Apple-iPhone-13-Pro-Max.HEIC",
+        ])
+    func geometryAndMask(relative: String) throws {
+        let (png, image) = try thumbnail(relative)
+        #expect(PNGInfo.size(png)! == (80, 80))
+        #expect(PNGInfo.format(png)! == (8, 6), "8-bit RGBA PNG")
+        #expect(image.width == 80 && image.height == 80 && image.bands == 4)
+        #expect(image[40, 40][3] == 255, "centre opaque")
+        for (x, y) in [(0, 0), (79, 0), (0, 79), (79, 79)] {
+            #expect(image[x, y][3] == 0, "corner (\(x),\(y)) transparent")
+        }
+        // A pixel on the arc of a 10 px radius is partly covered.
+        let arc = image[2, 2][3]
+        #expect(arc > 0 && arc < 255)
+        // The mask's total coverage equals the rounded rectangle's area (sources are opaque).
+        var alphaSum = 0.0
+        for y in 0..<80 { for x in 0..<80 { alphaSum += Double(image[x, y][3]) / 255 } }
+        let area = RoundedClip(radius: 10).area(width: 80, height: 80)
+        #expect(abs(alphaSum - area) / area < 0.005, "coverage \(alphaSum) vs area \(area)")
+        // The canvas is filled: no empty rows or columns inside the mask.
+        #expect(image[40, 0][3] == 255 && image[0, 40][3] == 255 && image[79, 40][3] == 255 && image[40, 79][3] == 255)
+    }
+
+    @Test("EXIF orientation 6 gives an upright thumbnail")
+    func orientationSix() throws {
+        let upright = try thumbnail("edge/orientation-1_Landscape_1.jpg").image
+        let rotated = try thumbnail("edge/orientation-6_Landscape_6.jpg").image
+        #expect(psnr(upright.pixels, rotated.pixels) >= 30, "PSNR \(psnr(upright.pixels, rotated.pixels))")
+        // And a camera portrait (Canon 1000D, stored 3888×2592, orientation 6) differs
+        // from its unrotated self: the rotation was applied, not dropped.
+        let header = try thumbnailer.decode.header(of: TestPaths.corpus("photos/Canon-EOS-1000D.jpg"))
+        #expect(header.orientation == 6)
+        #expect(header.uprightSize == (2592, 3888))
+    }
+
+    @Test("Every orientation of one scene agrees", arguments: 2...8)
+    func allOrientations(orientation: Int) throws {
+        let reference = try thumbnail("edge/orientation-1_Landscape_1.jpg").image
+        let other = try thumbnail("edge/orientation-\(orientation)_Landscape_\(orientation).jpg").image
+        let value = psnr(reference.pixels, other.pixels)
+        #expect(value >= 30, "orientation \(orientation): PSNR \(value) dB")
+    }
+
+    @Test("Transparency survives inside the mask")
+    func transparentPNG() throws {
+        let (_, image) = try thumbnail("edge/png-palette-trns_paletted-transparent.png")
+        var transparentInside = 0
+        for y in 12..<68 { for x in 12..<68 where image[x, y][3] == 0 { transparentInside += 1 } }
+        #expect(transparentInside > 0, "source transparency kept inside the mask")
+    }
+
+    @Test("Same source, same bytes")
+    func deterministic() throws {
+        let a = try thumbnail("photos/Nikon-Coolpix-P7000.webp").png
+        let b = try thumbnail("photos/Nikon-Coolpix-P7000.webp").png
+        #expect(a == b)
+    }
+
+    @Test("Non-square canvas and scale 3")
+    func otherGeometry() throws {
+        var settings = PipelineSettings()
+        settings.thumbnail.width = 60
+        settings.thumbnail.height = 40
+        settings.thumbnail.scale = 3
+        let thumbnailer = Thumbnailer(settings: settings)
+        let path = TestPaths.corpus("photos/Canon-EOS-5D.jpg")
+        var timings: [Stage: Double] = [:]
+        let png = try thumbnailer.thumbnail(
+            for: path, header: try thumbnailer.decode.header(of: path), timings: &timings)
+        #expect(PNGInfo.size(png)! == (180, 120))
+        let image = try DecodedTestImage.load(png: png)
+        #expect(image[0, 0][3] == 0 && image[90, 60][3] == 255)
+    }
+
+    @Test("Sources over limits.maxPixels are refused from the header")
+    func maxPixels() throws {
+        var limits = PipelineSettings.Limits()
+        limits.maxPixels = 1000
+        #expect(throws: ItemFailure.self) {
+            try Decode(limits: limits).header(of: TestPaths.corpus("photos/Nikon-D3100.jpg"))
+        }
+        do {
+            _ = try Decode(limits: PipelineSettings.Limits()).header(
+                of: TestPaths.corpus("bad/bomb-65536x65536_65536-uint32-limit.png"))
+            Issue.record("the 65536×65536 PNG should be refused")
+        } catch {
+            #expect(error.message.contains("over limits.maxPixels"))
+        }
+    }
+}

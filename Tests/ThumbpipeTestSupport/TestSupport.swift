@@ -1,0 +1,245 @@
+import CVips
+import CVipsShim
+import Foundation
+import Testing
+import ThumbpipeCore
+
+/// Paths of the repository, the shared corpus and the built executable.
+public enum TestPaths {
+    /// The repository root (the folder holding Package.swift).
+    public static let repository: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("no Package.swift above \(#filePath)")
+    }()
+
+    /// `../shared/corpus` next to the repository.
+    public static let corpus = repository.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+
+    /// A corpus file, e.g. `photos/Nikon-D3100.jpg`.
+    public static func corpus(_ relative: String) -> String { corpus.appendingPathComponent(relative).path }
+
+    /// Every file in a corpus folder, sorted.
+    public static func corpusFiles(_ folder: String) -> [String] {
+        let dir = corpus.appendingPathComponent(folder).path
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.sorted().map { "\(folder)/\($0)" }
+    }
+
+    /// The `thumbpipe` executable built for the tests.
+    public static let executable: String = {
+        var candidates: [String] = []
+        let runner = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        candidates.append(runner.appendingPathComponent("thumbpipe").path)
+        candidates.append(runner.deletingLastPathComponent().appendingPathComponent("thumbpipe").path)
+        candidates.append(repository.appendingPathComponent(".build/debug/thumbpipe").path)
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!
+    }()
+
+    /// A fresh, empty temporary folder.
+    public static func temporaryFolder(_ label: String = "test") -> String {
+        let path = NSTemporaryDirectory() + "thumbpipe-\(label)-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+/// Starts libvips once before a suite's tests run.
+public struct VipsStarted: SuiteTrait, TestScoping {
+    public init() {}
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try LibVips.start()
+        try await function()
+    }
+}
+
+extension Trait where Self == VipsStarted {
+    /// Starts libvips once for the suite.
+    public static var vipsStarted: VipsStarted { VipsStarted() }
+}
+
+/// A fully decoded image, for checks: every pixel read, with the given strictness.
+public struct DecodedTestImage: Sendable {
+    public var width: Int
+    public var height: Int
+    public var bands: Int
+    public var orientation: Int
+    public var loader: String
+    public var interpretation: String
+    /// 8-bit samples, row by row, `bands` per pixel.
+    public var pixels: [UInt8]
+
+    /// Decodes a file through libvips (fail_on=error), optionally applying its EXIF orientation.
+    public static func load(_ path: String, autorotate: Bool = false, failOn: Int32 = 2) throws -> DecodedTestImage {
+        try LibVips.start()
+        var image: UnsafeMutablePointer<VipsImage>? = nil
+        guard CVipsShim_load(path, 1, 1, failOn, 0, &image) == 0, var current = image else {
+            throw TestImageError(message: "cannot load \(path): \(errorText())")
+        }
+        let loader = CVipsShim_get_string(current, "vips-loader").map { String(cString: $0) } ?? "?"
+        let orientation = Int(CVipsShim_get_int(current, "orientation", 1))
+        let interpretation = String(
+            cString: vips_enum_nick(
+                vips_interpretation_get_type(), Int32(vips_image_get_interpretation(current).rawValue)))
+        defer { CVipsShim_unref(current) }
+        if autorotate {
+            var rotated: UnsafeMutablePointer<VipsImage>? = nil
+            guard CVipsShim_autorot(current, &rotated) == 0, let rotated else {
+                throw TestImageError(message: "autorot failed: \(errorText())")
+            }
+            CVipsShim_unref(current)
+            current = rotated
+        }
+        if vips_image_get_format(current) != VIPS_FORMAT_UCHAR {
+            var cast: UnsafeMutablePointer<VipsImage>? = nil
+            guard CVipsShim_cast_uchar(current, &cast, 1) == 0, let cast else {
+                throw TestImageError(message: "cast failed: \(errorText())")
+            }
+            CVipsShim_unref(current)
+            current = cast
+        }
+        var size = 0
+        guard let memory = vips_image_write_to_memory(current, &size) else {
+            throw TestImageError(message: "decode of \(path) failed: \(errorText())")
+        }
+        defer { g_free(memory) }
+        return DecodedTestImage(
+            width: Int(vips_image_get_width(current)), height: Int(vips_image_get_height(current)),
+            bands: Int(vips_image_get_bands(current)), orientation: orientation, loader: loader,
+            interpretation: interpretation,
+            pixels: [UInt8](UnsafeRawBufferPointer(start: memory, count: size)))
+    }
+
+    /// Decodes PNG bytes.
+    public static func load(png: Data) throws -> DecodedTestImage {
+        let path = TestPaths.temporaryFolder("png") + "/t.png"
+        try png.write(to: URL(fileURLWithPath: path))
+        return try load(path)
+    }
+
+    /// The samples of the pixel at (x, y).
+    public subscript(x: Int, y: Int) -> [UInt8] {
+        let i = (y * width + x) * bands
+        return Array(pixels[i..<i + bands])
+    }
+
+    static func errorText() -> String {
+        guard let buffer = vips_error_buffer_copy() else { return "" }
+        defer { g_free(buffer) }
+        return String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+public struct TestImageError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// The result of running the `thumbpipe` executable.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs the built `thumbpipe` with `arguments`, capturing its output.
+public func runThumbpipe(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil)
+    throws -> ProcessResult
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    // Files, not pipes: a chatty child can never block on a full pipe.
+    let folder = TestPaths.temporaryFolder("proc")
+    FileManager.default.createFile(atPath: folder + "/out", contents: nil)
+    FileManager.default.createFile(atPath: folder + "/err", contents: nil)
+    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/out"))
+    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/err"))
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    try out.close()
+    try err.close()
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: (try? String(contentsOfFile: folder + "/out", encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: folder + "/err", encoding: .utf8)) ?? "")
+}
+
+/// Writes `text` to `folder/name` and returns the path.
+@discardableResult
+public func writeFile(_ folder: String, _ name: String, _ text: String) -> String {
+    let path = folder + "/" + name
+    try! Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+/// Header fields of an image file as text (vips_image_get_fields / vips_image_get_as_string).
+public func imageFields(_ path: String) throws -> [String: String] {
+    try LibVips.start()
+    var image: UnsafeMutablePointer<VipsImage>? = nil
+    guard CVipsShim_load(path, 1, 1, 0, 1, &image) == 0, let image else {
+        throw TestImageError(message: "cannot open \(path)")
+    }
+    defer { CVipsShim_unref(image) }
+    var result: [String: String] = [:]
+    guard let fields = vips_image_get_fields(image) else { return result }
+    defer { g_strfreev(fields) }
+    var i = 0
+    while let name = fields[i] {
+        var value: UnsafeMutablePointer<CChar>? = nil
+        if vips_image_get_as_string(image, name, &value) == 0, let value {
+            result[String(cString: name)] = String(cString: value)
+            g_free(value)
+        }
+        i += 1
+    }
+    return result
+}
+
+/// Peak signal-to-noise ratio in dB between two equal-sized 8-bit sample arrays.
+public func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
+    precondition(a.count == b.count)
+    var sum = 0.0
+    for i in 0..<a.count {
+        let d = Double(a[i]) - Double(b[i])
+        sum += d * d
+    }
+    let mse = sum / Double(a.count)
+    return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
+}
+
+/// Runs a manifest through the library and returns the output folder and result.
+public func runManifest(
+    _ items: [ManifestItem], settings: PipelineSettings = PipelineSettings(), jobs: Int = 2, folder: String? = nil
+) throws -> (output: String, result: RunResult) {
+    let output = folder ?? TestPaths.temporaryFolder("run")
+    let manifest = Manifest(
+        path: output + "/items.jsonl", items: items, warnings: [],
+        modificationDate: Date(timeIntervalSince1970: 1_000_000_000))
+    let runner = BatchRunner(
+        manifest: manifest, settings: settings, options: RunOptions(outputFolder: output, jobs: jobs))
+    let result = try runner.run()
+    return (output, result)
+}
+
+/// A manifest item over a corpus file, keyed by its index.
+public func corpusItem(_ relative: String, index: Int, line: Int? = nil) -> ManifestItem {
+    ManifestItem(
+        line: line ?? index + 1, itemName: "Item \(index) \(relative)", serialNumber: "SN\(index)",
+        valueInDollars: Int32(index * 10), itemKey: "item-\(index)", image: relative,
+        imagePath: TestPaths.corpus(relative))
+}
