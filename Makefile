@@ -35,7 +35,7 @@ demo: build
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-xctest
 
 format:
 	$(SWIFT) format -i -r Sources Tests Package.swift

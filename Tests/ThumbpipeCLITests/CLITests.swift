@@ -46,8 +46,8 @@ struct CLITests {
                 && inspect.stdout.contains("Lost watch"))
         let json = try runThumbpipe(["inspect", out + "/items.archive", "--json"])
         let lines = json.stdout.split(separator: "\n")
-        #expect(lines.count == 4)
-        let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        try #require(lines.count == 4)
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         #expect(first["itemKey"] as? String == "portrait" && first["valueInDollars"] as? Int == 10)
         #expect(first["thumbnailWidth"] as? Int == 80)
 

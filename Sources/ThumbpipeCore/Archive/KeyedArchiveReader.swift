@@ -1,29 +1,25 @@
 import Foundation
 
 /// Reads `items.archive` back: checks the `bplist00` structure and the
-/// NSKeyedArchiver layout, and fails with a one-line reason (never a crash)
-/// on anything else.
-public struct KeyedArchiveReader: Sendable {
-    /// The class name the items were archived as.
-    public let className: String
+/// NSKeyedArchiver layout, and fails with a one-line reason (never a crash or
+/// a hang) on anything else. Items are decoded one at a time, on demand, from
+/// the file, so an archive of any size reads in flat memory.
+public final class KeyedArchiveReader {
+    /// The class name the items were archived as (that of the first item).
+    public private(set) var className: String = "BNRItem"
     /// The number of items.
-    public var count: Int { itemIndices.count }
+    public let count: Int
 
     private let plist: BinaryPlist
-    private let objectRefs: [Int]
-    private let itemIndices: [Int]
+    private let objects: BinaryPlist.Container
+    private let elements: BinaryPlist.Container
 
     /// Opens and checks an archive file.
     /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) when it is not a valid items archive.
-    public init(path: String) throws {
-        let data: Data
+    public convenience init(path: String) throws {
+        let source = try FileBytes(path: path)
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-        } catch {
-            throw ThumbpipeError(.noInput, "\(path): cannot open: \(ThumbpipeError.describe(error))")
-        }
-        do {
-            try self.init(data: data)
+            try self.init(source: source)
         } catch let error as ArchiveFormatError {
             throw ThumbpipeError(.dataError, "\(path): not a valid items archive: \(error.reason)")
         }
@@ -31,8 +27,12 @@ public struct KeyedArchiveReader: Sendable {
 
     /// Checks an archive held in memory.
     /// - Throws: ``ArchiveFormatError`` naming the first problem.
-    public init(data: Data) throws {
-        let plist = try BinaryPlist(data: data)
+    public convenience init(data: Data) throws {
+        try self.init(source: MemoryBytes(data))
+    }
+
+    init(source: any ByteSource) throws {
+        let plist = try BinaryPlist(source: source)
         self.plist = plist
         let top = try plist.dictionary(plist.topObject, "the top object")
         guard try plist.string(top[KeyedArchiveKeys.archiver], "$archiver") == KeyedArchiveKeys.archiverName else {
@@ -41,41 +41,39 @@ public struct KeyedArchiveReader: Sendable {
         guard try plist.integer(top[KeyedArchiveKeys.version], "$version") == KeyedArchiveKeys.versionNumber else {
             throw ArchiveFormatError("$version is not 100000")
         }
-        objectRefs = try plist.array(top[KeyedArchiveKeys.objects], "$objects")
+        objects = try plist.array(top[KeyedArchiveKeys.objects], "$objects")
         let topDict = try plist.dictionary(top[KeyedArchiveKeys.top], "$top")
         let rootIndex = try plist.uid(topDict[KeyedArchiveKeys.root], "$top.root")
-        let root = try Self.archived(rootIndex, objectRefs, plist, "the root object")
-        let rootClass = try Self.classNames(of: root, objectRefs, plist)
-        guard rootClass.first == "NSMutableArray" || rootClass.first == "NSArray" else {
-            throw ArchiveFormatError("the root object is \(rootClass.first ?? "?"), not NSMutableArray")
+        let root = try plist.dictionary(
+            try Self.resolve(rootIndex, objects, plist, "the root object"), "the root object")
+        let rootClass = try Self.className(of: root, objects, plist)
+        guard rootClass == "NSMutableArray" || rootClass == "NSArray" else {
+            throw ArchiveFormatError("the root object is \(rootClass), not NSMutableArray")
         }
-        let elements = try plist.array(root[KeyedArchiveKeys.arrayObjects], "NS.objects")
-        var indices: [Int] = []
-        indices.reserveCapacity(elements.count)
-        var className: String? = nil
-        for (position, element) in elements.enumerated() {
-            let index = try plist.uid(element, "item \(position + 1)")
-            let item = try Self.archived(index, objectRefs, plist, "item \(position + 1)")
-            let names = try Self.classNames(of: item, objectRefs, plist)
-            guard let name = names.first else { throw ArchiveFormatError("item \(position + 1) has no class") }
-            if className == nil { className = name }
-            guard name == className else {
-                throw ArchiveFormatError("item \(position + 1) is a \(name), not a \(className!)")
-            }
-            indices.append(index)
+        elements = try plist.array(root[KeyedArchiveKeys.arrayObjects], "NS.objects")
+        count = elements.count
+        if count > 0 {
+            className = try Self.className(of: try itemDictionary(0), objects, plist)
         }
-        self.className = className ?? "BNRItem"
-        itemIndices = indices
+    }
+
+    private func itemDictionary(_ position: Int) throws -> [String: Int] {
+        let label = "item \(position + 1)"
+        let index = try plist.uid(try plist.element(elements, position), label)
+        return try plist.dictionary(try Self.resolve(index, objects, plist, label), label)
     }
 
     /// The item at `position` (0-based), fully decoded and checked.
     /// - Throws: ``ArchiveFormatError`` when a field is missing or of the wrong type.
     public func item(at position: Int) throws -> ArchivedItem {
+        precondition(position >= 0 && position < count, "item \(position) out of range")
         let label = "item \(position + 1)"
-        let dict = try Self.archived(itemIndices[position], objectRefs, plist, label)
+        let dict = try itemDictionary(position)
+        let name = try Self.className(of: dict, objects, plist)
+        guard name == className else { throw ArchiveFormatError("\(label) is a \(name), not a \(className)") }
         func object(_ key: String) throws -> Int {
             guard let ref = dict[key] else { throw ArchiveFormatError("\(label) has no \(key)") }
-            return try Self.resolve(try plist.uid(ref, "\(label).\(key)"), objectRefs, "\(label).\(key)")
+            return try Self.resolve(try plist.uid(ref, "\(label).\(key)"), objects, plist, "\(label).\(key)")
         }
         func text(_ key: String) throws -> String {
             try plist.string(try object(key), "\(label).\(key)")
@@ -97,72 +95,74 @@ public struct KeyedArchiveReader: Sendable {
             itemKey: try text(KeyedArchiveKeys.itemKey), thumbnailData: thumbnail)
     }
 
-    /// Every item, in archive order.
+    /// Every item, in archive order (for small archives; large ones read ``item(at:)`` one by one).
     public func items() throws -> [ArchivedItem] {
         try (0..<count).map { try item(at: $0) }
     }
 
-    private static func resolve(_ index: Int, _ objectRefs: [Int], _ what: String) throws -> Int {
-        guard index >= 0, index < objectRefs.count else {
-            throw ArchiveFormatError("\(what) points outside $objects")
-        }
-        return objectRefs[index]
-    }
-
-    private static func archived(_ index: Int, _ objectRefs: [Int], _ plist: BinaryPlist, _ what: String) throws
-        -> [String: Int]
+    private static func resolve(_ index: Int, _ objects: BinaryPlist.Container, _ plist: BinaryPlist, _ what: String)
+        throws -> Int
     {
-        try plist.dictionary(try resolve(index, objectRefs, what), what)
+        guard index >= 0, index < objects.count else { throw ArchiveFormatError("\(what) points outside $objects") }
+        return try plist.element(objects, index)
     }
 
-    private static func classNames(of dict: [String: Int], _ objectRefs: [Int], _ plist: BinaryPlist) throws
-        -> [String]
+    private static func className(of dict: [String: Int], _ objects: BinaryPlist.Container, _ plist: BinaryPlist)
+        throws -> String
     {
         let classIndex = try plist.uid(dict[KeyedArchiveKeys.classRef], "$class")
-        let description = try archived(classIndex, objectRefs, plist, "a class description")
-        let name = try plist.string(description[KeyedArchiveKeys.className], "$classname")
-        return [name]
+        let description = try plist.dictionary(
+            try resolve(classIndex, objects, plist, "a class description"), "a class description")
+        return try plist.string(description[KeyedArchiveKeys.className], "$classname")
     }
 }
 
 /// Why bytes are not a valid binary plist or items archive.
 public struct ArchiveFormatError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong, in a few words.
     public var reason: String
     init(_ reason: String) { self.reason = reason }
     public var description: String { reason }
 }
 
 /// A checked view of a `bplist00` file: objects are decoded on demand, by reference.
-struct BinaryPlist: @unchecked Sendable {
-    private let bytes: Data
+final class BinaryPlist {
+    /// An array's references, read lazily.
+    struct Container {
+        var start: Int
+        var count: Int
+    }
+
+    private let source: any ByteSource
     private let offsetWidth: Int
     private let refWidth: Int
     private let objectCount: Int
     private let tableOffset: Int
     let topObject: Int
+    /// Dictionary keys by reference: archives share their key strings.
+    private var keyCache: [Int: String] = [:]
 
-    init(data: Data) throws {
-        bytes = data
-        guard data.count >= 8 + 32, data.prefix(8).elementsEqual(BinaryPlistEncoding.header) else {
+    init(source: any ByteSource) throws {
+        self.source = source
+        let size = source.count
+        guard size >= 8 + 32 else { throw ArchiveFormatError("not a binary property list (too short)") }
+        let header = try source.withBytes(at: 0, length: 8) { Array($0) }
+        guard header == BinaryPlistEncoding.header else {
             throw ArchiveFormatError("not a binary property list (no bplist00 header)")
         }
-        let trailer = data.count - 32
-        offsetWidth = Int(data[data.startIndex + trailer + 6])
-        refWidth = Int(data[data.startIndex + trailer + 7])
-        func field(_ at: Int) -> UInt64 {
-            var v: UInt64 = 0
-            for i in 0..<8 { v = v << 8 | UInt64(data[data.startIndex + trailer + at + i]) }
-            return v
-        }
+        let trailer = try source.withBytes(at: size - 32, length: 32) { Array($0) }
+        offsetWidth = Int(trailer[6])
+        refWidth = Int(trailer[7])
+        func field(_ at: Int) -> UInt64 { trailer[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
         let count = field(8)
         let top = field(16)
         let table = field(24)
         guard [1, 2, 4, 8].contains(offsetWidth), [1, 2, 4, 8].contains(refWidth) else {
             throw ArchiveFormatError("bad trailer: offset or reference width")
         }
-        guard count > 0, count < UInt64(data.count), top < count, table >= 8,
-            table.multipliedReportingOverflow(by: 1).partialValue < UInt64(trailer),
-            UInt64(trailer) - table >= count * UInt64(offsetWidth)
+        let objectArea = UInt64(size - 32)
+        guard count > 0, count < UInt64(size), top < count, table >= 8, table < objectArea,
+            (objectArea - table) / UInt64(offsetWidth) >= count
         else {
             throw ArchiveFormatError("bad trailer: object count, top object or offset table out of range")
         }
@@ -171,19 +171,14 @@ struct BinaryPlist: @unchecked Sendable {
         tableOffset = Int(table)
     }
 
-    private func byte(_ at: Int) throws -> UInt8 {
-        guard at >= 0, at < bytes.count else { throw ArchiveFormatError("object runs past the end of the file") }
-        return bytes[bytes.startIndex + at]
-    }
-
     private func uint(_ at: Int, _ width: Int) throws -> UInt64 {
-        guard at >= 0, width <= 8, at + width <= bytes.count else {
+        guard at >= 0, width <= 8, at <= source.count - width else {
             throw ArchiveFormatError("object runs past the end of the file")
         }
-        var v: UInt64 = 0
-        for i in 0..<width { v = v << 8 | UInt64(bytes[bytes.startIndex + at + i]) }
-        return v
+        return try source.withBytes(at: at, length: width) { $0.reduce(0) { $0 << 8 | UInt64($1) } }
     }
+
+    private func byte(_ at: Int) throws -> UInt8 { UInt8(try uint(at, 1)) }
 
     private func offset(_ ref: Int) throws -> Int {
         guard ref >= 0, ref < objectCount else { throw ArchiveFormatError("reference \(ref) out of range") }
@@ -208,20 +203,25 @@ struct BinaryPlist: @unchecked Sendable {
             }
             let width = 1 << Int(intMarker & 0x0F)
             let value = try uint(start + 1, width)
-            guard value < UInt64(bytes.count) else { throw ArchiveFormatError("object \(ref) is longer than the file") }
+            guard value < UInt64(source.count) else {
+                throw ArchiveFormatError("object \(ref) is longer than the file")
+            }
             count = Int(value)
             start += 1 + width
         }
         return (type, count, start)
     }
 
-    private func refs(_ start: Int, _ count: Int) throws -> [Int] {
-        guard count <= bytes.count / refWidth else { throw ArchiveFormatError("container longer than the file") }
-        return try (0..<count).map { i in
-            let ref = try uint(start + i * refWidth, refWidth)
-            guard ref < UInt64(objectCount) else { throw ArchiveFormatError("reference \(ref) out of range") }
-            return Int(ref)
+    private func checkSpan(_ start: Int, _ length: Int, _ what: String) throws {
+        guard length >= 0, start <= tableOffset, length <= tableOffset - start else {
+            throw ArchiveFormatError("\(what) runs past the object area")
         }
+    }
+
+    private func reference(at position: Int) throws -> Int {
+        let value = try uint(position, refWidth)
+        guard value < UInt64(objectCount) else { throw ArchiveFormatError("reference \(value) out of range") }
+        return Int(value)
     }
 
     private func need(_ ref: Int?, _ what: String) throws -> Int {
@@ -232,34 +232,49 @@ struct BinaryPlist: @unchecked Sendable {
     func dictionary(_ ref: Int?, _ what: String) throws -> [String: Int] {
         let h = try header(try need(ref, what))
         guard h.type == 0xD else { throw ArchiveFormatError("\(what) is not a dictionary") }
-        let keys = try refs(h.start, h.count)
-        let values = try refs(h.start + h.count * refWidth, h.count)
+        try checkSpan(h.start, h.count.multipliedReportingOverflow(by: 2 * refWidth).partialValue, what)
+        guard h.count <= 4096 else { throw ArchiveFormatError("\(what) has \(h.count) keys") }
         var result: [String: Int] = [:]
-        for (k, v) in zip(keys, values) {
-            result[try string(k, "a dictionary key in \(what)")] = v
+        for i in 0..<h.count {
+            let keyRef = try reference(at: h.start + i * refWidth)
+            let valueRef = try reference(at: h.start + (h.count + i) * refWidth)
+            let key: String
+            if let cached = keyCache[keyRef] {
+                key = cached
+            } else {
+                key = try string(keyRef, "a dictionary key in \(what)")
+                if keyCache.count < 1024 { keyCache[keyRef] = key }
+            }
+            result[key] = valueRef
         }
         return result
     }
 
-    func array(_ ref: Int?, _ what: String) throws -> [Int] {
+    func array(_ ref: Int?, _ what: String) throws -> Container {
         let h = try header(try need(ref, what))
         guard h.type == 0xA else { throw ArchiveFormatError("\(what) is not an array") }
-        return try refs(h.start, h.count)
+        try checkSpan(h.start, h.count.multipliedReportingOverflow(by: refWidth).partialValue, what)
+        return Container(start: h.start, count: h.count)
+    }
+
+    func element(_ container: Container, _ index: Int) throws -> Int {
+        try reference(at: container.start + index * refWidth)
     }
 
     func string(_ ref: Int?, _ what: String) throws -> String {
         let h = try header(try need(ref, what))
         switch h.type {
         case 0x5:
-            guard h.start + h.count <= bytes.count else { throw ArchiveFormatError("\(what) runs past the end") }
-            let slice = bytes[(bytes.startIndex + h.start)..<(bytes.startIndex + h.start + h.count)]
-            guard slice.allSatisfy({ $0 < 0x80 }) else { throw ArchiveFormatError("\(what) is not ASCII") }
-            return String(decoding: slice, as: UTF8.self)
-        case 0x6:
-            guard h.count <= bytes.count / 2, h.start + h.count * 2 <= bytes.count else {
-                throw ArchiveFormatError("\(what) runs past the end")
+            try checkSpan(h.start, h.count, what)
+            return try source.withBytes(at: h.start, length: h.count) { raw in
+                guard raw.allSatisfy({ $0 < 0x80 }) else { throw ArchiveFormatError("\(what) is not ASCII") }
+                return String(decoding: raw, as: UTF8.self)
             }
-            let units = try (0..<h.count).map { UInt16(try uint(h.start + $0 * 2, 2)) }
+        case 0x6:
+            try checkSpan(h.start, h.count.multipliedReportingOverflow(by: 2).partialValue, what)
+            let units = try source.withBytes(at: h.start, length: h.count * 2) { raw in
+                (0..<h.count).map { UInt16(raw[$0 * 2]) << 8 | UInt16(raw[$0 * 2 + 1]) }
+            }
             guard let s = String(validating: units, as: UTF16.self) else {
                 throw ArchiveFormatError("\(what) is not valid UTF-16")
             }
@@ -272,8 +287,8 @@ struct BinaryPlist: @unchecked Sendable {
     func data(_ ref: Int?, _ what: String) throws -> Data {
         let h = try header(try need(ref, what))
         guard h.type == 0x4 else { throw ArchiveFormatError("\(what) is not data") }
-        guard h.start + h.count <= bytes.count else { throw ArchiveFormatError("\(what) runs past the end") }
-        return Data(bytes[(bytes.startIndex + h.start)..<(bytes.startIndex + h.start + h.count)])
+        try checkSpan(h.start, h.count, what)
+        return try source.withBytes(at: h.start, length: h.count) { Data($0) }
     }
 
     func integer(_ ref: Int?, _ what: String) throws -> Int64 {
@@ -287,8 +302,7 @@ struct BinaryPlist: @unchecked Sendable {
 
     func real(_ ref: Int?, _ what: String) throws -> Double {
         let at = try offset(try need(ref, what))
-        let marker = try byte(at)
-        switch marker {
+        switch try byte(at) {
         case 0x23: return Double(bitPattern: try uint(at + 1, 8))
         case 0x22: return Double(Float(bitPattern: UInt32(try uint(at + 1, 4))))
         default: throw ArchiveFormatError("\(what) is not a real number")

@@ -18,12 +18,17 @@ public final class KeyedArchiveWriter {
     private let refWidth: Int
     private var buffer: [UInt8] = []
     private var flushedBytes: UInt64 = 0
+    // Lists that grow with the item count live on disk (SpillList), so memory
+    // stays flat however large the archive.
     /// The byte offset of every plist object, by object reference.
-    private var offsets: [UInt64] = []
-    /// The plist object reference of each `$objects` entry, by archive index.
-    private var archiveRefs: [Int] = []
+    private let offsets: SpillList
+    private var objectCount = 0
+    /// The plist references of the fixed `$objects` entries: `$null`, the root, the class descriptions.
+    private var fixedArchiveRefs: [Int] = []
+    /// The plist reference of each item's `$objects` entries, in archive order.
+    private let itemArchiveRefs: SpillList
     /// The plist references of the per-item UID objects that the root array lists.
-    private var rootElementRefs: [Int] = []
+    private let rootElementRefs: SpillList
     private var keys: [String: Int] = [:]
     private var itemClassUID = 0
     private var dateClassUID = 0
@@ -47,7 +52,11 @@ public final class KeyedArchiveWriter {
     /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
     public init(path: String, className: String, itemCount: Int) throws {
         let url = URL(fileURLWithPath: path)
-        file = try TemporaryFile(in: url.deletingLastPathComponent().path, for: url.lastPathComponent)
+        let folder = url.deletingLastPathComponent().path
+        file = try TemporaryFile(in: folder, for: url.lastPathComponent)
+        offsets = try SpillList(in: folder)
+        itemArchiveRefs = try SpillList(in: folder)
+        rootElementRefs = try SpillList(in: folder)
         finalPath = path
         self.itemCount = itemCount
         // References are as wide as the largest possible object count needs;
@@ -68,7 +77,8 @@ public final class KeyedArchiveWriter {
     /// Starts a new plist object and returns its reference.
     private func begin() -> Int {
         offsets.append(position)
-        return offsets.count - 1
+        objectCount += 1
+        return objectCount - 1
     }
 
     private func string(_ value: String) -> Int {
@@ -102,6 +112,18 @@ public final class KeyedArchiveWriter {
         return ref
     }
 
+    /// An array whose references are `fixed`, then everything in `spilled`.
+    private func array(fixed: [Int], spilled: SpillList) throws -> Int {
+        let ref = begin()
+        BinaryPlistEncoding.appendMarker(0xA, count: fixed.count + spilled.count, to: &buffer)
+        for element in fixed { BinaryPlistEncoding.appendBigEndian(UInt64(element), width: refWidth, to: &buffer) }
+        try spilled.forEach { element in
+            BinaryPlistEncoding.appendBigEndian(element, width: refWidth, to: &buffer)
+            if buffer.count >= 1 << 20 { try flush() }
+        }
+        return ref
+    }
+
     private func dictionary(_ pairs: [(key: Int, value: Int)]) -> Int {
         let ref = begin()
         BinaryPlistEncoding.appendDictionary(pairs, refWidth: refWidth, to: &buffer)
@@ -123,11 +145,11 @@ public final class KeyedArchiveWriter {
         ] {
             _ = key(name)
         }
-        archiveRefs.append(string(KeyedArchiveKeys.null))
-        archiveRefs.append(-1)  // the root array, written last
-        archiveRefs.append(classDescription([className, "NSObject"]))
-        archiveRefs.append(classDescription(["NSDate", "NSObject"]))
-        archiveRefs.append(classDescription(["NSMutableArray", "NSArray", "NSObject"]))
+        fixedArchiveRefs.append(string(KeyedArchiveKeys.null))
+        fixedArchiveRefs.append(-1)  // the root array, written last
+        fixedArchiveRefs.append(classDescription([className, "NSObject"]))
+        fixedArchiveRefs.append(classDescription(["NSDate", "NSObject"]))
+        fixedArchiveRefs.append(classDescription(["NSMutableArray", "NSArray", "NSObject"]))
         itemClassUID = uid(Self.itemClassIndex)
         dateClassUID = uid(Self.dateClassIndex)
     }
@@ -136,7 +158,7 @@ public final class KeyedArchiveWriter {
     /// - Throws: ``ThumbpipeError`` (74) when the write fails.
     public func append(_ item: ArchivedItem) throws {
         precondition(written < itemCount, "more items appended than the archive was opened for")
-        let base = UInt64(archiveRefs.count)
+        let base = UInt64(fixedArchiveRefs.count + itemArchiveRefs.count)
         let nameRef = string(item.itemName)
         let serialRef = string(item.serialNumber)
         let timeRef = begin()
@@ -163,15 +185,14 @@ public final class KeyedArchiveWriter {
         }
         pairs.append((key(KeyedArchiveKeys.valueInDollars), integer(Int64(item.valueInDollars))))
         let itemRef = dictionary(pairs)
-        archiveRefs.append(itemRef)
-        archiveRefs.append(nameRef)
-        archiveRefs.append(serialRef)
-        archiveRefs.append(dateRef)
-        archiveRefs.append(keyRef)
-        if let thumbnailRef { archiveRefs.append(thumbnailRef) }
-        rootElementRefs.append(uid(base))
+        for ref in [itemRef, nameRef, serialRef, dateRef, keyRef] { itemArchiveRefs.append(UInt64(ref)) }
+        if let thumbnailRef { itemArchiveRefs.append(UInt64(thumbnailRef)) }
+        rootElementRefs.append(UInt64(uid(base)))
         written += 1
         if buffer.count >= 1 << 20 { try flush() }
+        try offsets.spillIfNeeded()
+        try itemArchiveRefs.spillIfNeeded()
+        try rootElementRefs.spillIfNeeded()
     }
 
     private func flush() throws {
@@ -185,12 +206,12 @@ public final class KeyedArchiveWriter {
     /// - Throws: ``ThumbpipeError`` (74) when a write fails; nothing is left at the final path.
     public func finish() throws {
         precondition(written == itemCount, "archive opened for \(itemCount) items, \(written) appended")
-        let elements = array(rootElementRefs)
+        let elements = try array(fixed: [], spilled: rootElementRefs)
         let arrayClassUID = uid(Self.arrayClassIndex)
-        archiveRefs[1] = dictionary([
+        fixedArchiveRefs[1] = dictionary([
             (key(KeyedArchiveKeys.classRef), arrayClassUID), (key(KeyedArchiveKeys.arrayObjects), elements),
         ])
-        let objects = array(archiveRefs)
+        let objects = try array(fixed: fixedArchiveRefs, spilled: itemArchiveRefs)
         let top = dictionary([(key(KeyedArchiveKeys.root), uid(1))])
         let topLevel = dictionary([
             (key(KeyedArchiveKeys.archiver), string(KeyedArchiveKeys.archiverName)),
@@ -200,12 +221,12 @@ public final class KeyedArchiveWriter {
         ])
         let tableOffset = position
         let offsetWidth = BinaryPlistEncoding.byteWidth(for: tableOffset)
-        for offset in offsets {
+        try offsets.forEach { offset in
             BinaryPlistEncoding.appendBigEndian(offset, width: offsetWidth, to: &buffer)
             if buffer.count >= 1 << 20 { try flush() }
         }
         buffer.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetWidth), UInt8(refWidth)])
-        BinaryPlistEncoding.appendBigEndian(UInt64(offsets.count), width: 8, to: &buffer)
+        BinaryPlistEncoding.appendBigEndian(UInt64(objectCount), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(UInt64(topLevel), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(tableOffset, width: 8, to: &buffer)
         try flush()

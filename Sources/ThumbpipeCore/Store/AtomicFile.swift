@@ -19,7 +19,7 @@ public final class TemporaryFile: @unchecked Sendable {
     public init(in folder: String, for name: String) throws {
         let unique = "\(getpid())-\(Self.counter.next())"
         path = "\(folder)/\(Self.prefix)\(unique)-\(name)"
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if descriptor < 0 {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }

@@ -1,0 +1,84 @@
+import Foundation
+
+/// Random access to the bytes of a file or buffer, for the archive reader.
+protocol ByteSource: AnyObject {
+    /// The total size in bytes.
+    var count: Int { get }
+    /// Calls `body` with `length` bytes starting at `offset`, which the caller has checked lie within ``count``.
+    func withBytes<R>(at offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
+}
+
+/// Bytes held in memory.
+final class MemoryBytes: ByteSource {
+    private let data: Data
+    init(_ data: Data) { self.data = data }
+    var count: Int { data.count }
+    func withBytes<R>(at offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try data.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[offset..<offset + length])) }
+    }
+}
+
+/// Bytes of a file read with pread through a few cached blocks, so reading a
+/// many-gigabyte archive keeps a small, flat memory footprint (a memory map
+/// would count every touched page as resident).
+final class FileBytes: ByteSource {
+    private let descriptor: Int32
+    let count: Int
+    private static let blockSize = 256 << 10
+    private var blocks: [(start: Int, bytes: [UInt8])] = []
+
+    init(path: String) throws {
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ThumbpipeError(.noInput, "\(path): cannot open: \(ThumbpipeError.errnoText())")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw ThumbpipeError(.noInput, "\(path): not a regular file")
+        }
+        count = Int(info.st_size)
+    }
+
+    deinit { close(descriptor) }
+
+    private func read(at offset: Int, length: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: length)
+        var done = 0
+        try bytes.withUnsafeMutableBytes { raw in
+            while done < length {
+                let n = pread(descriptor, raw.baseAddress! + done, length - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    throw ThumbpipeError(
+                        .ioError, "read failed at byte \(offset + done): \(ThumbpipeError.errnoText())")
+                }
+                done += n
+            }
+        }
+        return bytes
+    }
+
+    func withBytes<R>(at offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        if length > Self.blockSize / 2 {
+            return try read(at: offset, length: length).withUnsafeBytes { try body($0) }
+        }
+        if let index = blocks.firstIndex(where: { $0.start <= offset && offset + length <= $0.start + $0.bytes.count })
+        {
+            let block = blocks[index]
+            if index != 0 {
+                blocks.remove(at: index)
+                blocks.insert(block, at: 0)
+            }
+            return try block.bytes.withUnsafeBytes { raw in
+                try body(
+                    UnsafeRawBufferPointer(rebasing: raw[(offset - block.start)..<(offset - block.start + length)]))
+            }
+        }
+        let start = offset
+        let block = try read(at: start, length: min(Self.blockSize, count - start))
+        blocks.insert((start, block), at: 0)
+        if blocks.count > 4 { blocks.removeLast() }
+        return try block.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+    }
+}
