@@ -5,7 +5,7 @@ SWIFT ?= swift
 OUT ?= out
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: all deps build demo test format clean
+.PHONY: all deps build demo test format clean bench-archive
 
 all: build
 
@@ -16,6 +16,8 @@ deps:
 	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
 	fi
 	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
+	@# Contact-sheet labels need one font.
+	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
 
 build: deps
 	$(SWIFT) build -c release
@@ -29,6 +31,8 @@ demo: build
 	echo "  $(OUT)/items.archive            the item archive (NSKeyedArchiver, BNRItem)"; \
 	echo "  $(OUT)/<itemKey>                one full-size JPEG per item"; \
 	echo "  $(OUT)/.thumbpipe/report.json   counts, timings, failures"; \
+	echo "  $(OUT)/.thumbpipe/contact-sheet.png  every thumbnail with its name, to check at a glance"; \
+	.build/release/thumbpipe contact-sheet $(OUT)/items.archive -o $(OUT)/.thumbpipe/contact-sheet.png -q; \
 	echo; .build/release/thumbpipe inspect $(OUT)/items.archive; \
 	echo; echo "thumbpipe exited $$status (1 = finished, some items failed; see above)"; \
 	exit $$status
@@ -42,3 +46,7 @@ format:
 
 clean:
 	rm -rf .build $(OUT)
+
+# The archive benchmark: 1,000,000 items with 6 KB thumbnails, written and read back.
+bench-archive: deps
+	Benchmarks/archive.sh

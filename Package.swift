@@ -30,6 +30,16 @@ let products: [Target] = [
     ),
 ]
 
+// MARK: - Benchmarks
+
+let benchmarks: [Target] = [
+    .executableTarget(
+        name: "archive-benchmark",
+        dependencies: ["ThumbpipeCore"],
+        path: "Benchmarks/ArchiveBenchmark"
+    )
+]
+
 // MARK: - Tests
 
 let tests: [Target] = [
@@ -54,7 +64,7 @@ let package = Package(
         .executable(name: "thumbpipe", targets: ["thumbpipe"]),
         .library(name: "ThumbpipeCore", targets: ["ThumbpipeCore"]),
     ],
-    targets: cLibraries + products + tests,
+    targets: cLibraries + products + benchmarks + tests,
     swiftLanguageModes: [.v6]
 )
 

@@ -184,3 +184,11 @@ void CVipsShim_unref(VipsImage *image) {
 void CVipsShim_free(void *p) {
     g_free(p);
 }
+
+int CVipsShim_text(VipsImage **out, const char *text, const char *font, int width, int dpi) {
+    return vips_text(out, text, "font", font, "width", width, "dpi", dpi, "wrap", VIPS_TEXT_WRAP_WORD_CHAR, NULL);
+}
+
+int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out) {
+    return vips_pngload_buffer((void *)buf, len, out, NULL);
+}

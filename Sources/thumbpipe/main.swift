@@ -10,6 +10,7 @@ let usage = """
       thumbpipe run MANIFEST [-o OUT] [--pipeline NAME|FILE] [--jobs N] [--scale S] ...
       thumbpipe inspect ARCHIVE [--json]
       thumbpipe extract ARCHIVE DIR
+      thumbpipe contact-sheet ARCHIVE [-o SHEET.png]
       thumbpipe --help | --version
       thumbpipe COMMAND --help
 
@@ -17,6 +18,7 @@ let usage = """
       run       process a manifest (.jsonl, .ndjson, .json, .csv) into an output folder
       inspect   list the items of an items.archive
       extract   write the thumbnails of an items.archive as PNG files
+      contact-sheet  draw all thumbnails of an items.archive in a grid, named
 
     EXIT STATUS:
       0 all items done   1 some items failed   64 bad command line
@@ -43,6 +45,7 @@ func main() -> Int32 {
         case "run": return try RunCommand.main(arguments, terminal: terminal)
         case "inspect": return try InspectCommand.main(arguments)
         case "extract": return try ExtractCommand.main(arguments, terminal: terminal)
+        case "contact-sheet": return try ContactSheetCommand.main(arguments, terminal: terminal)
         default:
             throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
         }

@@ -110,3 +110,74 @@ struct CLITests {
         #expect(result.status == 73, "\(result.stderr)")
     }
 }
+
+@Suite("Contact sheet")
+struct ContactSheetTests {
+    @Test("The samples' contact sheet holds every thumbnail at its place")
+    func samplesSheet() throws {
+        let folder = TestPaths.temporaryFolder("sheet")
+        let manifest = TestPaths.repository.appendingPathComponent("samples/items.jsonl").path
+        let run = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(run.status == 1, "one sample photo is missing on purpose: \(run.stderr)")
+        let archive = folder + "/out/items.archive"
+        let sheetPath = folder + "/sheet.png"
+        let result = try runThumbpipe(["contact-sheet", archive, "-o", sheetPath, "--columns", "5"])
+        #expect(result.status == 0, "\(result.stderr)")
+
+        let reader = try KeyedArchiveReader(path: archive)
+        let layout = ContactSheet(columns: 5, perSheet: 100).layout
+        let sheet = try DecodedTestImage.load(sheetPath)
+        let expected = layout.size(items: reader.count)
+        #expect(sheet.width == expected.width && sheet.height == expected.height)
+        #expect(expected == (5 * layout.cellWidth, 3 * layout.cellHeight))
+        var checked = 0
+        for index in 0..<reader.count {
+            let origin = layout.thumbnailOrigin(of: index)
+            guard let png = try reader.item(at: index).thumbnailData else {
+                // No thumbnail: a dark box.
+                #expect(sheet[origin.x + 40, origin.y + 40][0] < ContactSheet.background)
+                continue
+            }
+            let thumbnail = try DecodedTestImage.load(png: png)
+            for y in 0..<thumbnail.height {
+                for x in 0..<thumbnail.width {
+                    let source = thumbnail[x, y]
+                    let target = sheet[origin.x + x, origin.y + y]
+                    let a = Int(source[3])
+                    for c in 0..<3 {
+                        let blended = (Int(source[c]) * a + Int(ContactSheet.background) * (255 - a) + 127) / 255
+                        #expect(abs(Int(target[c]) - blended) <= 1, "item \(index) pixel (\(x),\(y))")
+                    }
+                }
+            }
+            checked += 1
+        }
+        #expect(checked == 12)
+    }
+
+    @Test("Past --per-sheet items, sheets continue")
+    func paging() throws {
+        let items = sampleArchiveItems(7)
+        let path = TestPaths.temporaryFolder("sheet") + "/items.archive"
+        let writer = try KeyedArchiveWriter(path: path, className: "BNRItem", itemCount: items.count)
+        for item in items { try writer.append(item) }
+        try writer.finish()
+        let base = TestPaths.temporaryFolder("sheet") + "/s.png"
+        let result = try runThumbpipe(["contact-sheet", path, "-o", base, "--per-sheet", "3", "--columns", "2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == ["s.png", "s-2.png", "s-3.png"])
+        let last = try DecodedTestImage.load(folder + "/s-3.png")
+        let layout = ContactSheet(columns: 2, perSheet: 3).layout
+        #expect(last.width == layout.size(items: 1).width && last.height == layout.size(items: 1).height)
+    }
+}
+
+/// Items with no thumbnail, for layout tests.
+func sampleArchiveItems(_ count: Int) -> [ArchivedItem] {
+    (0..<count).map {
+        ArchivedItem(
+            itemName: "Item \($0)", serialNumber: "", valueInDollars: 0, dateCreated: Date(timeIntervalSince1970: 0),
+            itemKey: "k\($0)", thumbnailData: nil)
+    }
+}

@@ -89,4 +89,13 @@ void CVipsShim_unref(VipsImage *image);
 /// g_free (for buffers libvips allocates).
 void CVipsShim_free(void *p);
 
+
+
+/// vips_text: renders `text` as an 8-bit coverage mask, wrapped at `width`
+/// pixels, with a Pango font description such as "sans 10".
+int CVipsShim_text(VipsImage **out, const char *text, const char *font, int width, int dpi);
+
+/// vips_pngload_buffer.
+int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out);
+
 #endif

@@ -24,7 +24,10 @@ final class MemoryBytes: ByteSource {
 final class FileBytes: ByteSource {
     private let descriptor: Int32
     let count: Int
-    private static let blockSize = 256 << 10
+    private static let blockSize = 64 << 10
+    // An item touches about six regions: its objects, the offset table, the
+    // root and `$objects` arrays, and the shared keys and class descriptions.
+    private static let blockCount = 16
     private var blocks: [(start: Int, bytes: [UInt8])] = []
 
     init(path: String) throws {
@@ -78,7 +81,7 @@ final class FileBytes: ByteSource {
         let start = offset
         let block = try read(at: start, length: min(Self.blockSize, count - start))
         blocks.insert((start, block), at: 0)
-        if blocks.count > 4 { blocks.removeLast() }
+        if blocks.count > Self.blockCount { blocks.removeLast() }
         return try block.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
     }
 }

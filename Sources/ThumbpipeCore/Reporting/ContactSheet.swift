@@ -1,0 +1,213 @@
+import CVips
+import CVipsShim
+import Foundation
+
+/// Lays an archive's thumbnails out in a grid on a neutral grey background,
+/// each with its item name under it, so a person can check a whole run at a
+/// glance. Past ``Layout/perSheet`` items it continues on further sheets.
+public struct ContactSheet: Sendable {
+    /// Where everything goes on a sheet.
+    public struct Layout: Sendable, Equatable {
+        /// Thumbnails per row.
+        public var columns: Int
+        /// Items per sheet; more go to the next sheet.
+        public var perSheet: Int
+        /// The thumbnail box in pixels (the archive's first thumbnail's size).
+        public var thumbnailWidth: Int
+        public var thumbnailHeight: Int
+        /// Space around each cell's content.
+        public var padding = 10
+        /// Room under each thumbnail for two lines of its name.
+        public var labelHeight = 28
+
+        /// A cell's width: the thumbnail or the label, whichever is wider, plus padding.
+        public var cellWidth: Int { max(thumbnailWidth, 96) + 2 * padding }
+        /// A cell's height: thumbnail, gap, label, padding.
+        public var cellHeight: Int { thumbnailHeight + labelHeight + 2 * padding + 4 }
+
+        /// How many sheets `count` items take.
+        public func sheets(for count: Int) -> Int { max(1, (count + perSheet - 1) / perSheet) }
+
+        /// The pixel size of the sheet holding `items` items.
+        public func size(items: Int) -> (width: Int, height: Int) {
+            let rows = max(1, (items + columns - 1) / columns)
+            return (columns * cellWidth, rows * cellHeight)
+        }
+
+        /// The sheet and top-left corner of item `index`'s thumbnail.
+        public func thumbnailOrigin(of index: Int) -> (sheet: Int, x: Int, y: Int) {
+            let slot = index % perSheet
+            let column = slot % columns
+            let row = slot / columns
+            let x = column * cellWidth + (cellWidth - thumbnailWidth) / 2
+            return (index / perSheet, x, row * cellHeight + padding)
+        }
+    }
+
+    /// The background grey level (neutral mid-grey, so white and black thumbnails both show).
+    public static let background: UInt8 = 128
+    /// The layout of the sheets.
+    public var layout: Layout
+
+    /// Creates a contact sheet with `columns` per row and at most `perSheet` items per sheet.
+    public init(columns: Int = 10, perSheet: Int = 100, thumbnailWidth: Int = 80, thumbnailHeight: Int = 80) {
+        layout = Layout(
+            columns: max(1, columns), perSheet: max(1, perSheet), thumbnailWidth: thumbnailWidth,
+            thumbnailHeight: thumbnailHeight)
+    }
+
+    /// The file names of the sheets for `base`: `sheet.png`, then `sheet-2.png`, `sheet-3.png`…
+    public static func sheetPath(_ base: String, index: Int) -> String {
+        guard index > 0 else { return base }
+        let url = URL(fileURLWithPath: base)
+        let stem = url.deletingPathExtension().path
+        let ext = url.pathExtension.isEmpty ? "png" : url.pathExtension
+        return "\(stem)-\(index + 1).\(ext)"
+    }
+
+    /// Renders every sheet of `reader`'s items and writes them as PNG files named from `base`.
+    /// - Returns: the paths written.
+    /// - Throws: ``ThumbpipeError`` for unreadable archives (65) or unwritable files (73/74).
+    public static func write(from reader: KeyedArchiveReader, to base: String, columns: Int = 10, perSheet: Int = 100)
+        throws -> [String]
+    {
+        try Vips.start()
+        let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(ThumbpipeError.describe(error))")
+        }
+        var sheet = ContactSheet(columns: columns, perSheet: perSheet)
+        // The first thumbnail sets the box size: one run's thumbnails share it.
+        for index in 0..<reader.count {
+            if let png = try Self.item(reader, index).thumbnailData, let size = PNGInfo.size(png) {
+                sheet.layout.thumbnailWidth = size.width
+                sheet.layout.thumbnailHeight = size.height
+                break
+            }
+        }
+        var paths: [String] = []
+        let layout = sheet.layout
+        for page in 0..<layout.sheets(for: reader.count) {
+            let first = page * layout.perSheet
+            let last = min(reader.count, first + layout.perSheet)
+            let size = layout.size(items: last - first)
+            var canvas = RGBABuffer(
+                width: size.width, height: size.height,
+                pixels: [UInt8](repeating: background, count: size.width * size.height * 4))
+            for i in stride(from: 3, to: canvas.pixels.count, by: 4) { canvas.pixels[i] = 255 }
+            for index in first..<last {
+                let item = try Self.item(reader, index)
+                try sheet.draw(item, at: index, on: &canvas)
+            }
+            let png = try PNGEncode().apply(canvas)
+            let path = sheetPath(base, index: page)
+            try TemporaryFile.write(png, to: path)
+            paths.append(path)
+        }
+        return paths
+    }
+
+    private static func item(_ reader: KeyedArchiveReader, _ index: Int) throws -> ArchivedItem {
+        do {
+            return try reader.item(at: index)
+        } catch let error as ArchiveFormatError {
+            throw ThumbpipeError(.dataError, "not a valid items archive: \(error.reason)")
+        }
+    }
+
+    /// Draws one item's cell: its thumbnail (or an empty box) and its name.
+    func draw(_ item: ArchivedItem, at index: Int, on canvas: inout RGBABuffer) throws {
+        let origin = layout.thumbnailOrigin(of: index)
+        if let png = item.thumbnailData, let pixels = try? Self.decode(png) {
+            Self.blend(
+                pixels, onto: &canvas, x: origin.x, y: origin.y, maxWidth: layout.thumbnailWidth,
+                maxHeight: layout.thumbnailHeight)
+        } else {
+            // No thumbnail: a darker box, so missing images stand out.
+            let box = RGBABuffer(
+                width: layout.thumbnailWidth, height: layout.thumbnailHeight,
+                pixels: [UInt8](repeating: 0, count: layout.thumbnailWidth * layout.thumbnailHeight * 4).enumerated()
+                    .map {
+                        $0.offset % 4 == 3 ? 255 : 96
+                    })
+            Self.blend(
+                box, onto: &canvas, x: origin.x, y: origin.y, maxWidth: layout.thumbnailWidth,
+                maxHeight: layout.thumbnailHeight)
+        }
+        let labelTop = origin.y + layout.thumbnailHeight + 4
+        let labelWidth = layout.cellWidth - 4
+        if let mask = try? Self.text(item.itemName, width: labelWidth) {
+            let left =
+                (index % layout.perSheet % layout.columns) * layout.cellWidth + (layout.cellWidth - mask.width) / 2
+            for y in 0..<min(mask.height, layout.labelHeight) {
+                for x in 0..<min(mask.width, labelWidth) where left + x >= 0 && left + x < canvas.width {
+                    let coverage = Int(mask.pixels[y * mask.width + x])
+                    guard coverage > 0 else { continue }
+                    let i = ((labelTop + y) * canvas.width + left + x) * 4
+                    for c in 0..<3 {
+                        // Near-black text over the grey.
+                        let bg = Int(canvas.pixels[i + c])
+                        canvas.pixels[i + c] = UInt8((bg * (255 - coverage) + 16 * coverage + 127) / 255)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Straight-alpha "over" onto an opaque canvas; opaque pixels are copied exactly.
+    static func blend(
+        _ source: RGBABuffer, onto canvas: inout RGBABuffer, x: Int, y: Int, maxWidth: Int, maxHeight: Int
+    ) {
+        let width = min(source.width, maxWidth)
+        let height = min(source.height, maxHeight)
+        let dx = x + (maxWidth - width) / 2
+        let dy = y + (maxHeight - height) / 2
+        for row in 0..<height {
+            for column in 0..<width {
+                let s = (row * source.width + column) * 4
+                let d = ((dy + row) * canvas.width + dx + column) * 4
+                let a = Int(source.pixels[s + 3])
+                for c in 0..<3 {
+                    let blended = (Int(source.pixels[s + c]) * a + Int(canvas.pixels[d + c]) * (255 - a) + 127) / 255
+                    canvas.pixels[d + c] = UInt8(blended)
+                }
+            }
+        }
+    }
+
+    /// Decodes a PNG thumbnail to 8-bit RGBA.
+    static func decode(_ png: Data) throws -> RGBABuffer {
+        var out: UnsafeMutablePointer<VipsImage>? = nil
+        let status = png.withUnsafeBytes { CVipsShim_pngload_buffer($0.baseAddress, $0.count, &out) }
+        try Vips.check(status, "pngload_buffer")
+        var image = VImage(out!)
+        if image.interpretation != VIPS_INTERPRETATION_sRGB || image.bands < 3 {
+            image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+        }
+        if image.format != VIPS_FORMAT_UCHAR {
+            image = try image.derive("cast") { CVipsShim_cast_uchar($0, $1, 1) }
+        }
+        if image.bands == 3 {
+            image = try image.derive("bandjoin") { CVipsShim_bandjoin_const1($0, $1, 255) }
+        }
+        return try image.rgbaPixels()
+    }
+
+    /// Renders a label as a coverage mask (vips_text).
+    static func text(_ text: String, width: Int) throws -> (width: Int, height: Int, pixels: [UInt8]) {
+        var out: UnsafeMutablePointer<VipsImage>? = nil
+        // Pango reads markup: escape it so names show as typed.
+        let escaped = text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+        try Vips.check(CVipsShim_text(&out, escaped, "sans 9", Int32(width), 72), "text")
+        let image = VImage(out!)
+        var size = 0
+        guard let memory = vips_image_write_to_memory(image.pointer, &size) else {
+            throw Vips.takeError(operation: "text")
+        }
+        defer { g_free(memory) }
+        return (image.width, image.height, [UInt8](UnsafeRawBufferPointer(start: memory, count: size)))
+    }
+}

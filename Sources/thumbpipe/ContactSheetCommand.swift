@@ -1,0 +1,39 @@
+import Foundation
+import ThumbpipeCore
+
+/// `thumbpipe contact-sheet`: every thumbnail of an archive on one page (or several).
+enum ContactSheetCommand {
+    static let help = """
+        USAGE: thumbpipe contact-sheet ARCHIVE -o SHEET.png [--columns N] [--per-sheet N]
+
+        Draws every thumbnail of ARCHIVE in a grid on a neutral grey background,
+        each with its item name under it; items without a thumbnail show as a dark
+        box. Past --per-sheet items (default 100) it continues in SHEET-2.png,
+        SHEET-3.png and so on.
+
+        OPTIONS:
+          -o, --output FILE   the first sheet's path (default: contact-sheet.png)
+          --columns N         thumbnails per row (default 10)
+          --per-sheet N       items per sheet (default 100)
+        """
+
+    static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("-h", "--help") {
+            printOut(help)
+            return 0
+        }
+        _ = args.flag("-q", "--quiet")
+        let output = try args.option("-o", "--output") ?? "contact-sheet.png"
+        let columns = try args.option("--columns").map { try Int(option: $0, name: "--columns", range: 1...200) } ?? 10
+        let perSheet =
+            try args.option("--per-sheet").map { try Int(option: $0, name: "--per-sheet", range: 1...100_000) } ?? 100
+        let positionals = try args.finish(command: "contact-sheet")
+        guard positionals.count == 1 else { throw ThumbpipeError(.usage, "contact-sheet takes one ARCHIVE") }
+        let reader = try KeyedArchiveReader(path: positionals[0])
+        let paths = try ContactSheet.write(from: reader, to: output, columns: columns, perSheet: perSheet)
+        terminal.diagnostic(
+            "thumbpipe: \(reader.count) items on \(paths.count) sheet(s): \(paths.joined(separator: ", "))")
+        return 0
+    }
+}
