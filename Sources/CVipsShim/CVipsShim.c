@@ -105,6 +105,10 @@ int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscal
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
 }
 
+int CVipsShim_reduce(VipsImage *in, VipsImage **out, double hshrink, double vshrink) {
+    return vips_reduce(in, out, hshrink, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+}
+
 int CVipsShim_autorot(VipsImage *in, VipsImage **out) {
     return vips_autorot(in, out, NULL);
 }
@@ -139,12 +143,13 @@ int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality) {
     return result;
 }
 
-int CVipsShim_keep_only_orientation(VipsImage *in, VipsImage **out) {
+int CVipsShim_remove_metadata(VipsImage *in, VipsImage **out, int keep_all_but_profile) {
     if (vips_copy(in, out, NULL)) return -1;
     gchar **fields = vips_image_get_fields(*out);
     for (int i = 0; fields[i]; i++) {
         const char *name = fields[i];
         if (strcmp(name, VIPS_META_ORIENTATION) == 0) continue;
+        if (keep_all_but_profile && strcmp(name, VIPS_META_ICC_NAME) != 0) continue;
         // Header fields (width, bands, ...) are not removable metadata.
         if (vips_image_get_typeof(*out, name) == 0) continue;
         vips_image_remove(*out, name);

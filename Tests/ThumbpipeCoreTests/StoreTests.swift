@@ -19,12 +19,15 @@ struct StoreTests {
         let (output, result) = try runManifest([corpusItem(relative, index: 0)])
         #expect(result.failures.isEmpty)
         let path = output + "/item-0"
-        let upright = try DecodedTestImage.load(path, autorotate: true)
-        #expect(upright.loader == "jpegload")
-        #expect(upright.width == width && upright.height == height)
-        #expect(upright.bands == 3, "8-bit sRGB, no alpha")
+        // The pixels themselves are upright: any viewer shows them right, EXIF-aware or not.
+        let stored = try DecodedTestImage.load(path, autorotate: false)
+        #expect(stored.loader == "jpegload")
+        #expect(stored.width == width && stored.height == height)
+        #expect(stored.bands == 3, "8-bit sRGB, no alpha")
+        #expect(stored.orientation == 1)
         let fields = try imageFields(path)
         #expect(fields["jpeg-multiscan"] == "0", "baseline")
+        #expect(stored.interpretation == "srgb")
         #expect(!fields.keys.contains { $0.hasPrefix("exif-ifd3") }, "no GPS")
         #expect(fields["icc-profile-data"] == nil)
         // No temporaries are left behind.
@@ -48,6 +51,51 @@ struct StoreTests {
         let original = try DecodedTestImage.load(TestPaths.corpus(relative))
         let stored = try DecodedTestImage.load(a)
         #expect(psnr(original.pixels, stored.pixels) > 30)
+    }
+
+    @Test("The store JPEG carries libjpeg's Q=50 tables")
+    func quantisationTables() throws {
+        let (output, _) = try runManifest([corpusItem("photos/Nikon-D3100.jpg", index: 0)])
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output + "/item-0")))
+        // The first DQT segment: at Q=50 libjpeg scales the Annex K tables by 100 %,
+        // so luminance starts 16, 11, 12, 14 in zig-zag order.
+        var i = 2
+        var table: [UInt8] = []
+        while i + 4 < bytes.count, bytes[i] == 0xFF {
+            let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+            if bytes[i + 1] == 0xDB {
+                table = Array(bytes[(i + 5)..<(i + 5 + 64)])
+                break
+            }
+            i += 2 + length
+        }
+        #expect(Array(table.prefix(8)) == [16, 11, 12, 14, 12, 10, 16, 14])
+    }
+
+    @Test("Private metadata is dropped unless the pipeline keeps it")
+    func metadata() throws {
+        let photo = "photos/Apple-iPhone-6-plus.jpg"
+        #expect(try imageFields(TestPaths.corpus(photo)).keys.contains { $0.hasPrefix("exif-ifd3") }, "source has GPS")
+        let stripped = try runManifest([corpusItem(photo, index: 0)]).output + "/item-0"
+        #expect(!(try imageFields(stripped)).keys.contains { $0.hasPrefix("exif-ifd3") })
+        var keep = PipelineSettings()
+        keep.store.keepMetadata = true
+        let kept = try runManifest([corpusItem(photo, index: 0)], settings: keep).output + "/item-0"
+        let fields = try imageFields(kept)
+        #expect(fields.keys.contains { $0.hasPrefix("exif-ifd3") })
+        #expect(fields["icc-profile-data"] == nil, "the pixels are sRGB now; the source profile would lie")
+    }
+
+    @Test("store.orientation tag keeps the pixels and writes the tag")
+    func orientationTag() throws {
+        var settings = PipelineSettings()
+        settings.store.orientation = .tag
+        let path =
+            try runManifest([corpusItem("photos/Canon-EOS-1000D.jpg", index: 0)], settings: settings).output + "/item-0"
+        let stored = try DecodedTestImage.load(path)
+        #expect(stored.width == 3888 && stored.height == 2592 && stored.orientation == 6)
+        #expect(
+            try imageFields(path).keys.filter { $0.hasPrefix("exif-ifd2-Make") || $0.hasPrefix("exif-ifd3") }.isEmpty)
     }
 
     @Test("A failed item writes no store file and removes an old one")

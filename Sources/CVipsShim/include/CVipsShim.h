@@ -54,6 +54,10 @@ int CVipsShim_unpremultiply(VipsImage *in, VipsImage **out);
 /// vips_resize with the Lanczos3 kernel; separate horizontal and vertical scales.
 int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale);
 
+/// vips_reduce with the Lanczos3 kernel (a pure kernel reduction, no box
+/// pre-shrink); used to build reference images.
+int CVipsShim_reduce(VipsImage *in, VipsImage **out, double hshrink, double vshrink);
+
 /// vips_autorot: applies and clears the EXIF orientation.
 int CVipsShim_autorot(VipsImage *in, VipsImage **out);
 
@@ -70,9 +74,10 @@ int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compres
 /// 4:2:0 chroma, optimised Huffman tables; metadata as attached to the image.
 int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality);
 
-/// Removes every metadata item but the EXIF orientation, so a saved JPEG carries
-/// no GPS, maker notes, thumbnails or profiles. Works on a copy.
-int CVipsShim_keep_only_orientation(VipsImage *in, VipsImage **out);
+/// Removes metadata on a copy: every item but the EXIF orientation (so a saved
+/// JPEG carries no GPS, maker notes, thumbnails or profiles), or with
+/// `keep_all_but_profile` only the ICC profile (the pixels are sRGB by now).
+int CVipsShim_remove_metadata(VipsImage *in, VipsImage **out, int keep_all_but_profile);
 
 /// The string value of a header field, or NULL (vips_image_get_string).
 const char *CVipsShim_get_string(VipsImage *image, const char *name);

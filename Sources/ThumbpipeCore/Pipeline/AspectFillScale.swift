@@ -25,7 +25,8 @@ public struct AspectFillScale: Sendable {
             var image = decoded.image
             let orientation = image.orientation
             let swap = orientation >= 5
-            // Work in stored (unrotated) coordinates; the centred crop maps onto itself under rotation.
+            // Work in stored (unrotated) coordinates, where the image is still
+            // lazy; the crop is placed where the upright centred crop lands.
             let cropWidth = swap ? height : width
             let cropHeight = swap ? width : height
             let w = Double(image.width)
@@ -42,8 +43,9 @@ public struct AspectFillScale: Sendable {
                 let vscale = Double(targetHeight) / h
                 image = try image.derive("resize") { CVipsShim_resize($0, $1, hscale, vscale) }
             }
-            let left = (image.width - cropWidth) / 2
-            let top = (image.height - cropHeight) / 2
+            let (left, top) = Self.storedCropOrigin(
+                orientation: orientation, storedWidth: image.width, storedHeight: image.height, width: width,
+                height: height)
             image = try image.derive("crop") {
                 CVipsShim_crop($0, $1, Int32(left), Int32(top), Int32(cropWidth), Int32(cropHeight))
             }
@@ -72,6 +74,30 @@ public struct AspectFillScale: Sendable {
             throw Decode.failure(error, format: decoded.header.format, stage: .scale)
         } catch {
             throw ItemFailure(.scale, "\(error)")
+        }
+    }
+
+    /// Where, in stored (unrotated) pixels, the upright image's centred
+    /// `width × height` crop lies, for an EXIF orientation. The upright crop
+    /// starts at ⌊(W − width) / 2⌋, ⌊(H − height) / 2⌋; orientations that
+    /// mirror an axis move that rounding to the other side.
+    static func storedCropOrigin(orientation: Int, storedWidth sw: Int, storedHeight sh: Int, width: Int, height: Int)
+        -> (left: Int, top: Int)
+    {
+        let swap = orientation >= 5
+        let uprightWidth = swap ? sh : sw
+        let uprightHeight = swap ? sw : sh
+        let l = (uprightWidth - width) / 2
+        let t = (uprightHeight - height) / 2
+        switch orientation {
+        case 2: return (sw - l - width, t)
+        case 3: return (sw - l - width, sh - t - height)
+        case 4: return (l, sh - t - height)
+        case 5: return (t, l)
+        case 6: return (t, sh - l - width)
+        case 7: return (sw - t - height, sh - l - width)
+        case 8: return (sw - t - height, l)
+        default: return (l, t)
         }
     }
 }

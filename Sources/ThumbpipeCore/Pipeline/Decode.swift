@@ -140,10 +140,15 @@ public struct Decode: Sendable {
 
     /// Turns a libvips error into a message a user can act on.
     static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
-        let text = error.message
+        // libvips keeps one error buffer per process: when two items fail at
+        // the same moment, one may find it already emptied by the other.
+        let text =
+            error.message == "failed" ? "no detail from libvips; the file may be truncated or corrupt" : error.message
         let lower = text.lowercased()
         let what: String
-        if lower.contains("premature end") || lower.contains("truncated") || lower.contains("unexpected end")
+        if lower.contains("corrupt jpeg data") || lower.contains("corrupt data") {
+            what = "corrupt \(format)"
+        } else if lower.contains("premature end") || lower.contains("truncated") || lower.contains("unexpected end")
             || lower.contains("out of data") || lower.contains("not enough data") || lower.contains("read error")
         {
             what = "truncated \(format)"

@@ -31,9 +31,10 @@ public struct PipelineSettings: Sendable, Equatable {
         public var format: String = "jpeg"
         /// JPEG quality from 0 to 1, as `UIImageJPEGRepresentation` takes it (0.5 → libvips Q=50).
         public var quality: Double = 0.5
-        /// How the stored JPEG displays upright: `tag` keeps the source's pixels and
-        /// writes only the EXIF orientation tag.
-        public var orientation: String = "tag"
+        /// How the stored JPEG displays upright.
+        public var orientation: StoreOrientation = .rotate
+        /// Keep the source's metadata (EXIF with GPS, XMP, IPTC) in the store file.
+        public var keepMetadata = false
 
         /// libvips's Q for ``quality``.
         public var vipsQuality: Int { max(1, min(100, Int((quality * 100).rounded()))) }
@@ -53,6 +54,15 @@ public struct PipelineSettings: Sendable, Equatable {
         public var maxPixels: Int = 268_402_689
         /// How strict decoding is: `none`, `truncated`, `error` or `warning` (libvips's fail_on).
         public var failOn: FailOn = .truncated
+    }
+
+    /// How a stored JPEG is made to display upright.
+    public enum StoreOrientation: String, Sendable, CaseIterable {
+        /// Turn the pixels upright: correct in every viewer.
+        case rotate
+        /// Keep the stored pixels and write only the EXIF orientation tag: cheaper, but
+        /// viewers that ignore EXIF show the image sideways.
+        case tag
     }
 
     /// libvips's decode strictness levels (VipsFailOn).
@@ -180,7 +190,19 @@ extension PipelineSettings {
         case "thumbnail.format": thumbnail.format = try string().lowercased()
         case "store.format": store.format = try string().lowercased()
         case "store.quality": store.quality = try number()
-        case "store.orientation": store.orientation = try string()
+        case "store.orientation":
+            let s = try string()
+            guard let value = StoreOrientation(rawValue: s) else {
+                throw bad("must be rotate or tag, found '\(s)'")
+            }
+            store.orientation = value
+        case "store.keepMetadata":
+            switch value {
+            case .bool(let b): store.keepMetadata = b
+            case .string("true"): store.keepMetadata = true
+            case .string("false"): store.keepMetadata = false
+            default: throw bad("must be true or false")
+            }
         case "archive.className": archive.className = try string()
         case "archive.fileName": archive.fileName = try string()
         case "limits.maxPixels":
@@ -216,9 +238,6 @@ extension PipelineSettings {
             throw bad("store.format '\(store.format)' is not supported (jpeg)")
         }
         guard store.quality > 0, store.quality <= 1 else { throw bad("store.quality must be in (0, 1]") }
-        guard store.orientation == "tag" else {
-            throw bad("store.orientation '\(store.orientation)' is not supported (tag)")
-        }
         guard !archive.className.isEmpty else { throw bad("archive.className must not be empty") }
         guard ManifestItem.isSafeKey(archive.fileName) else {
             throw bad("archive.fileName '\(archive.fileName)' is not a safe file name")
@@ -234,8 +253,10 @@ extension PipelineSettings {
                 "cornerRadius": thumbnail.cornerRadius, "format": thumbnail.format,
                 "pixelWidth": thumbnail.pixelWidth, "pixelHeight": thumbnail.pixelHeight,
             ] as [String: Any],
-            "store": ["format": store.format, "quality": store.quality, "orientation": store.orientation]
-                as [String: Any],
+            "store": [
+                "format": store.format, "quality": store.quality, "orientation": store.orientation.rawValue,
+                "keepMetadata": store.keepMetadata,
+            ] as [String: Any],
             "archive": ["className": archive.className, "fileName": archive.fileName],
             "limits": ["maxPixels": limits.maxPixels, "failOn": limits.failOn.rawValue] as [String: Any],
         ]

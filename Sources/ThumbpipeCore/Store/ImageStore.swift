@@ -22,15 +22,23 @@ public struct ImageStore: Sendable {
     /// Encodes a decoded full-size image as a JPEG under a temporary name; the
     /// caller commits it with ``TemporaryFile/commit(to:)`` once the item is whole.
     ///
-    /// The pixels keep their stored orientation and only the EXIF orientation
-    /// tag is written, so the file displays upright; every other metadata item
+    /// With `store.orientation` `rotate` (the default) the pixels are turned
+    /// upright, so the file displays upright in any viewer; with `tag` they
+    /// keep their stored orientation and only the EXIF orientation tag says how
+    /// to show them. Unless `store.keepMetadata` is set, every metadata item
     /// (GPS, maker notes, embedded thumbnails, profiles) is dropped.
     /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
     ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
     func writeTemporary(_ decoded: DecodedImage, forKey key: String) throws -> TemporaryFile {
         let file = try TemporaryFile(in: folder, for: key)
         do {
-            let image = try decoded.image.derive("copy") { CVipsShim_keep_only_orientation($0, $1) }
+            var image = decoded.image
+            if settings.orientation == .rotate && image.orientation != 1 {
+                // Turning needs the whole image at once: decode it to memory first.
+                image = try image.inMemory().derive("autorot") { CVipsShim_autorot($0, $1) }
+            }
+            let keep: Int32 = settings.keepMetadata ? 1 : 0
+            image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
             let status = CVipsShim_jpegsave_fd(image.pointer, file.descriptor, Int32(settings.vipsQuality))
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
