@@ -5,7 +5,7 @@ SWIFT ?= swift
 OUT ?= out
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: all deps build demo test format clean bench-archive
+.PHONY: all deps build demo test format clean bench bench-archive
 
 all: build
 
@@ -50,3 +50,15 @@ clean:
 # The archive benchmark: 1,000,000 items with 6 KB thumbnails, written and read back.
 bench-archive: deps
 	Benchmarks/archive.sh
+
+# The throughput benchmark: thumbpipe side by side with pyvips, the vips CLI pair,
+# ImageMagick and the store-only floor, on 200+ generated 8-24 Mpx photos.
+BENCH_PY = Benchmarks/work/venv/bin/python
+bench: deps
+	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
+	@test -x /usr/bin/convert || { apt-get update -qq && $(APT_INSTALL) imagemagick; }
+	@test -x /usr/bin/time || { apt-get update -qq && $(APT_INSTALL) time; }
+	@python3 -c "import venv" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
+	@test -x $(BENCH_PY) || { python3 -m venv Benchmarks/work/venv && $(BENCH_PY) -m pip install -q pyvips; }
+	$(SWIFT) build -c release
+	$(BENCH_PY) Benchmarks/bench.py --memory

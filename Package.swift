@@ -37,7 +37,12 @@ let benchmarks: [Target] = [
         name: "archive-benchmark",
         dependencies: ["ThumbpipeCore"],
         path: "Benchmarks/ArchiveBenchmark"
-    )
+    ),
+    .executableTarget(
+        name: "store-floor",
+        dependencies: ["ThumbpipeCore"],
+        path: "Benchmarks/StoreFloor"
+    ),
 ]
 
 // MARK: - Tests

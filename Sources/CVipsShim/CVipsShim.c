@@ -129,13 +129,13 @@ int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compres
                                NULL);
 }
 
-int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality) {
+int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality, int optimize_coding) {
     VipsTarget *target = vips_target_new_to_descriptor(fd);
     if (!target) return -1;
     int result = vips_jpegsave_target(in, target,
                                       "Q", quality,
                                       "interlace", FALSE,
-                                      "optimize_coding", TRUE,
+                                      "optimize_coding", optimize_coding ? TRUE : FALSE,
                                       "subsample_mode", VIPS_FOREIGN_SUBSAMPLE_AUTO,
                                       NULL);
     if (result == 0 && vips_target_end(target)) result = -1;

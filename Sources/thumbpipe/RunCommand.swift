@@ -22,6 +22,8 @@ enum RunCommand {
           --max-pixels N            refuse sources with more pixels than N
           --fail-on LEVEL           none, truncated, error or warning (libvips fail_on)
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
+          --trace FILE              write a Chrome trace (one span per stage per item, a
+                                    track per worker) that opens in Perfetto
           -q, --quiet               no progress bar
           -h, --help                this help
 
@@ -39,6 +41,7 @@ enum RunCommand {
         _ = args.flag("-q", "--quiet")
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? "homepwner"
+        let tracePath = try args.option("--trace")
         let jobs =
             try args.option("-j", "--jobs").map {
                 try Int(option: $0, name: "--jobs", range: 1...256)
@@ -87,6 +90,9 @@ enum RunCommand {
 
         let options = RunOptions(outputFolder: output, jobs: jobs)
         let runner = BatchRunner(manifest: manifest, settings: settings, options: options)
+        if let tracePath {
+            runner.trace = try TraceWriter(path: tracePath, workers: jobs)
+        }
         let total = manifest.items.count
         runner.onFailure = { failure in
             terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")

@@ -61,4 +61,8 @@ func main() -> Int32 {
     }
 }
 
+Allocator.configureForBatchWork()
+// Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
+// reported (exit 74), not kill the process with SIGXFSZ.
+signal(SIGXFSZ, SIG_IGN)
 exit(main())

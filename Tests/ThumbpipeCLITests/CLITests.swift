@@ -57,6 +57,31 @@ struct CLITests {
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: extracted)) == ["portrait.png", "dice.png"])
     }
 
+    @Test func traceOpensAsChromeTraceEvents() throws {
+        let corpus = TestPaths.corpus.path
+        let (folder, path) = manifest([
+            #"{"itemName": "A", "image": "\#(corpus)/photos/Nikon-D3100.jpg", "itemKey": "a"}"#,
+            #"{"itemName": "B", "image": "\#(corpus)/edge/webp-alpha_5_webp_a.webp", "itemKey": "b"}"#,
+            #"{"itemName": "C", "image": "\#(corpus)/edge/tiny-1x1-rgb_1x1.png", "itemKey": "c"}"#,
+        ])
+        let trace = folder + "/trace.json"
+        let result = try runThumbpipe(["run", path, "-o", folder + "/out", "--jobs", "2", "--trace", trace, "-q"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: trace))) as? [String: Any])
+        let events = try #require(json["traceEvents"] as? [[String: Any]])
+        let spans = events.filter { $0["ph"] as? String == "X" }
+        #expect(
+            Set(spans.compactMap { $0["name"] as? String }).isSuperset(of: [
+                "decode", "scale", "clip", "encode", "store",
+            ]))
+        #expect(Set(spans.compactMap { ($0["args"] as? [String: Any])?["itemKey"] as? String }) == ["a", "b", "c"])
+        #expect(Set(spans.compactMap { $0["tid"] as? Int }).isSubset(of: [1, 2]))
+        #expect(spans.allSatisfy { ($0["dur"] as? Double ?? -1) >= 0 && ($0["ts"] as? Double ?? -1) >= 0 })
+        let names = events.filter { $0["name"] as? String == "thread_name" }.count
+        #expect(names == 2, "one named track per worker")
+    }
+
     @Test func allGoodItemsExitZero() throws {
         let corpus = TestPaths.corpus.path
         let (folder, path) = manifest([#"{"itemName": "One", "image": "\#(corpus)/edge/tiny-1x1-rgb_1x1.png"}"#])

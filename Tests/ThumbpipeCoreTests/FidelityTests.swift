@@ -107,11 +107,14 @@ struct FidelityTests {
 
     static var corpusFiles: [String] { TestPaths.corpusFiles("edge") + TestPaths.corpusFiles("photos") }
 
+    /// The thumbnail as a run makes it (through the decode plan a run picks),
+    /// read back from the archive; a failed item throws its failure.
     func thumbnail(_ path: String, settings: PipelineSettings = FidelityTests.settings) throws -> DecodedTestImage {
-        let thumbnailer = Thumbnailer(settings: settings)
-        var timings: [Stage: Double] = [:]
-        let png = try thumbnailer.thumbnail(
-            for: path, header: try thumbnailer.decode.header(of: path), timings: &timings)
+        let item = ManifestItem(line: 1, itemName: "x", itemKey: "x", image: path, imagePath: path)
+        let (output, result) = try runManifest([item], settings: settings, jobs: 1)
+        if let failure = result.failures.first { throw ItemFailure(failure.stage, failure.message) }
+        let png = try #require(try KeyedArchiveReader(path: output + "/items.archive").item(at: 0).thumbnailData)
+        try? FileManager.default.removeItem(atPath: output)
         return try DecodedTestImage.load(png: png)
     }
 

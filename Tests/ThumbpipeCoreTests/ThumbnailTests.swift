@@ -10,9 +10,9 @@ struct ThumbnailTests {
 
     func thumbnail(_ relative: String) throws -> (png: Data, image: DecodedTestImage) {
         let path = TestPaths.corpus(relative)
-        var timings: [Stage: Double] = [:]
+        var spans = Spans()
         let header = try thumbnailer.decode.header(of: path)
-        let png = try thumbnailer.thumbnail(for: path, header: header, timings: &timings)
+        let png = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
         return (png, try DecodedTestImage.load(png: png))
     }
 
@@ -95,9 +95,9 @@ struct ThumbnailTests {
         settings.thumbnail.scale = 3
         let thumbnailer = Thumbnailer(settings: settings)
         let path = TestPaths.corpus("photos/Canon-EOS-5D.jpg")
-        var timings: [Stage: Double] = [:]
+        var spans = Spans()
         let png = try thumbnailer.thumbnail(
-            for: path, header: try thumbnailer.decode.header(of: path), timings: &timings)
+            for: path, header: try thumbnailer.decode.header(of: path), spans: &spans)
         #expect(PNGInfo.size(png)! == (180, 120))
         let image = try DecodedTestImage.load(png: png)
         #expect(image[0, 0][3] == 0 && image[90, 60][3] == 255)

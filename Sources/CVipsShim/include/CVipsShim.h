@@ -71,8 +71,9 @@ int CVipsShim_copy(VipsImage *in, VipsImage **out);
 int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression);
 
 /// vips_jpegsave_target to an open file descriptor: baseline, `quality`,
-/// 4:2:0 chroma, optimised Huffman tables; metadata as attached to the image.
-int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality);
+/// 4:2:0 chroma, optimised Huffman tables when asked (libjpeg then holds the
+/// whole image's coefficients); metadata as attached to the image.
+int CVipsShim_jpegsave_fd(VipsImage *in, int fd, int quality, int optimize_coding);
 
 /// Removes metadata on a copy: every item but the EXIF orientation (so a saved
 /// JPEG carries no GPS, maker notes, thumbnails or profiles), or with

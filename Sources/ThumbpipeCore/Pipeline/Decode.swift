@@ -13,6 +13,8 @@ public struct SourceHeader: Sendable {
     public var format: String
     /// EXIF DateTimeOriginal, when the source has one.
     public var dateTimeOriginal: Date?
+    /// Whether the source has an alpha channel (or palette transparency).
+    public var hasAlpha: Bool
     /// Whether the loader can shrink at load time (`shrink` for JPEG, `scale` for WebP/SVG).
     var shrinkKind: Int32
 
@@ -27,6 +29,8 @@ public struct SourceHeader: Sendable {
 struct DecodedImage {
     var image: VImage
     var header: SourceHeader
+    /// Whether the pixels are already computed in memory (random access is free).
+    var inMemory = false
 }
 
 /// The decode stage: opens a source through libvips, refuses what the limits
@@ -42,7 +46,10 @@ public struct Decode: Sendable {
     /// Reads a source's header and checks it against the limits.
     /// - Throws: ``ItemFailure`` at `.decode` for a missing, unreadable, unknown or over-limit source.
     public func header(of path: String) throws(ItemFailure) -> SourceHeader {
-        try Self.checkReadableFile(path)
+        let bytes = try Self.checkReadableFile(path)
+        if limits.maxFileBytes > 0 && bytes > limits.maxFileBytes {
+            throw ItemFailure(.decode, "file is \(bytes) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
+        }
         try startVips()
         guard let loader = CVipsShim_find_loader(path) else {
             _ = Vips.takeError(operation: "find_load")
@@ -53,6 +60,7 @@ public struct Decode: Sendable {
         let header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
             dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap(ISO8601.parseEXIF),
+            hasAlpha: image.hasAlpha,
             shrinkKind: CVipsShim_loader_shrink_kind(path))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
@@ -86,10 +94,19 @@ public struct Decode: Sendable {
         return DecodedImage(image: try toSRGB(image, format: header.format), header: header)
     }
 
-    /// Decodes a source at full size, for the store.
-    func fullSize(_ path: String, header: SourceHeader) throws(ItemFailure) -> DecodedImage {
-        let image = try load(path, shrink: 1, scale: 1, format: header.format)
-        return DecodedImage(image: try toSRGB(image, format: header.format), header: header)
+    /// Decodes a source at full size, for the store; streaming (lazy), unless
+    /// `inMemory`, when every pixel is decoded into memory at once so that the
+    /// store and the thumbnail can share one decode.
+    func fullSize(_ path: String, header: SourceHeader, inMemory: Bool = false) throws(ItemFailure) -> DecodedImage {
+        let image = try toSRGB(try load(path, shrink: 1, scale: 1, format: header.format), format: header.format)
+        guard inMemory else { return DecodedImage(image: image, header: header) }
+        do {
+            return DecodedImage(image: try image.inMemory(), header: header, inMemory: true)
+        } catch let error as VipsError {
+            throw Self.failure(error, format: header.format, stage: .decode)
+        } catch {
+            throw ItemFailure(.decode, "\(error)")
+        }
     }
 
     private func startVips() throws(ItemFailure) {
@@ -110,7 +127,12 @@ public struct Decode: Sendable {
         do {
             var image = input
             let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
-            if image.has(VIPS_META_ICC_NAME) || cmyk {
+            // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
+            // costs a full-image pass through lcms for nothing.
+            let alreadySRGB =
+                !cmyk && image.format == VIPS_FORMAT_UCHAR && image.interpretation == VIPS_INTERPRETATION_sRGB
+                && image.profileIsSRGB
+            if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB {
                 do {
                     image = try image.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, cmyk ? "cmyk" : "srgb") }
                 } catch {
@@ -140,6 +162,9 @@ public struct Decode: Sendable {
 
     /// Turns a libvips error into a message a user can act on.
     static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
+        if Watchdog.expired {
+            return ItemFailure(stage, "stopped: took longer than limits.timeoutSeconds")
+        }
         // libvips keeps one error buffer per process: when two items fail at
         // the same moment, one may find it already emptied by the other.
         let text =
@@ -160,7 +185,10 @@ public struct Decode: Sendable {
         return ItemFailure(stage, "\(what) (\(text))")
     }
 
-    static func checkReadableFile(_ path: String) throws(ItemFailure) {
+    /// Checks the source is a readable, non-empty regular file.
+    /// - Returns: its size in bytes.
+    @discardableResult
+    static func checkReadableFile(_ path: String) throws(ItemFailure) -> Int {
         var info = stat()
         if stat(path, &info) != 0 {
             let code = errno
@@ -173,6 +201,7 @@ public struct Decode: Sendable {
         let fd = open(path, O_RDONLY)
         if fd < 0 { throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())") }
         close(fd)
+        return Int(info.st_size)
     }
 
     /// A few words on what an unloadable file looks like, from its first bytes.

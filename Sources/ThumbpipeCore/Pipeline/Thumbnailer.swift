@@ -19,44 +19,34 @@ public struct Thumbnailer: Sendable {
         encode = PNGEncode()
     }
 
-    /// The thumbnail's pixels (before encoding), timing each stage into `timings`.
-    public func pixels(for path: String, header: SourceHeader, timings: inout [Stage: Double]) throws(ItemFailure)
-        -> RGBABuffer
-    {
-        var clock = StageClock()
-        let decoded = try decode.forThumbnail(
-            path, header: header, canvasWidth: scale.width, canvasHeight: scale.height)
-        timings[.decode, default: 0] += clock.lap()
-        // libvips is lazy: the pixels are decoded while scaling pulls them, so
-        // the scale span includes the decode's pixel work.
-        var buffer = try scale.apply(decoded)
-        timings[.scale, default: 0] += clock.lap()
-        clip.apply(to: &buffer)
-        timings[.clip, default: 0] += clock.lap()
+    /// The thumbnail's pixels (before encoding) of the source at `path`,
+    /// decoded with shrink-on-load for this canvas.
+    public func pixels(for path: String, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> RGBABuffer {
+        let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+            try decode.forThumbnail(path, header: header, canvasWidth: scale.width, canvasHeight: scale.height)
+        }
+        return try pixels(from: decoded, spans: &spans)
+    }
+
+    /// The thumbnail's pixels of an already decoded image.
+    func pixels(from decoded: DecodedImage, spans: inout Spans) throws(ItemFailure) -> RGBABuffer {
+        // libvips is lazy: when the decode streams, its pixel work happens
+        // while scaling pulls the pixels, inside the scale span.
+        var buffer = try spans.measure(.scale) { () throws(ItemFailure) in try scale.apply(decoded) }
+        spans.measure(.clip) { clip.apply(to: &buffer) }
         return buffer
     }
 
-    /// The PNG thumbnail of the source at `path`, timing each stage into `timings`.
+    /// The PNG thumbnail of the source at `path`.
     /// - Throws: ``ItemFailure`` naming the stage that failed.
-    public func thumbnail(for path: String, header: SourceHeader, timings: inout [Stage: Double]) throws(ItemFailure)
-        -> Data
-    {
-        let buffer = try pixels(for: path, header: header, timings: &timings)
-        var clock = StageClock()
-        let png = try encode.apply(buffer)
-        timings[.encode, default: 0] += clock.lap()
-        return png
+    public func thumbnail(for path: String, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> Data {
+        let buffer = try pixels(for: path, header: header, spans: &spans)
+        return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
     }
-}
 
-/// Measures consecutive spans of wall time.
-struct StageClock {
-    private var last = DispatchTime.now().uptimeNanoseconds
-
-    /// Seconds since the last lap (or creation).
-    mutating func lap() -> Double {
-        let now = DispatchTime.now().uptimeNanoseconds
-        defer { last = now }
-        return Double(now - last) / 1e9
+    /// The PNG thumbnail of an already decoded image.
+    func thumbnail(from decoded: DecodedImage, spans: inout Spans) throws(ItemFailure) -> Data {
+        let buffer = try pixels(from: decoded, spans: &spans)
+        return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
     }
 }

@@ -63,10 +63,51 @@ public final class CancellationFlag: Sendable {
     public var signal: Int32 { flag.load(ordering: .relaxed) }
 }
 
-/// Runs a manifest through the pipeline on a bounded pool of worker threads:
-/// each item's thumbnail and store are separate tasks, so they overlap; items
-/// in flight are capped by ``RunOptions/window``; finished items go to the
-/// archive in manifest order.
+/// How one item's source is decoded.
+public enum DecodePlan: String, Sendable {
+    /// One streaming full decode makes the store file; the thumbnail is then
+    /// made from that file with shrink-on-load. Its Q=50 JPEG is a fraction of
+    /// the source's size, so the second, 1/8-scale decode is cheap, and the
+    /// file is already sRGB and upright.
+    case fromStore
+    /// One full decode into memory feeds both the store and the thumbnail.
+    case once
+    /// A streaming full decode for the store, and a separate shrink-on-load
+    /// decode of the source for the thumbnail (as a separate task, so the two overlap).
+    case twice
+
+    /// Sources larger than this (in pixels) are never held in memory whole.
+    public static let inMemoryLimit = 30_000_000
+
+    /// The plan that measured fastest for a source (see the README): from the
+    /// store file for opaque sources, which needs one full decode and no
+    /// in-memory copy; one in-memory decode for sources with alpha (the store
+    /// JPEG has none to give) up to ``inMemoryLimit``; two streaming decodes
+    /// otherwise. The store must be at least Q=50 to feed a thumbnail.
+    /// `THUMBPIPE_DECODE=fromStore|once|twice` forces a plan where it is possible, for measuring.
+    public static func choose(for header: SourceHeader, store: PipelineSettings.Store) -> DecodePlan {
+        let fits = header.width * header.height <= inMemoryLimit
+        let storeCanFeed = !header.hasAlpha && store.quality >= 0.5
+        if let forced = ProcessInfo.processInfo.environment["THUMBPIPE_DECODE"].flatMap(DecodePlan.init) {
+            switch forced {
+            case .fromStore where storeCanFeed, .twice: return forced
+            case .once where fits: return forced
+            default: break
+            }
+        }
+        if storeCanFeed { return .fromStore }
+        return fits ? .once : .twice
+    }
+}
+
+/// Runs a manifest through the pipeline on a bounded pool of worker threads.
+///
+/// Each item starts as one task that reads the header and picks a
+/// ``DecodePlan``: with `.once` it decodes once and writes both outputs; with
+/// `.twice` it queues the store as a separate task, which the next free worker
+/// takes at once, and makes the thumbnail, so the two overlap. Items in flight
+/// are capped by ``RunOptions/window`` (memory does not grow with the
+/// manifest); finished items go to the archive in manifest order.
 public final class BatchRunner: @unchecked Sendable {
     private let manifest: Manifest
     private let settings: PipelineSettings
@@ -75,16 +116,17 @@ public final class BatchRunner: @unchecked Sendable {
     private let store: ImageStore
     /// The per-stage timings of this run.
     public let timings = StageTimings()
-    /// Called (from a worker) once per failed item, in completion order.
+    /// Called (from a worker) once per failed item, in manifest order.
     public var onFailure: (@Sendable (FailureRecord) -> Void)?
     /// Called (from a worker) after each item, with the number done so far.
     public var onProgress: (@Sendable (Int) -> Void)?
-
-    private enum TaskKind { case thumbnail, store }
+    /// Where stage spans go, when a trace was asked for.
+    public var trace: TraceWriter?
 
     private struct Slot {
-        var pending: Int
-        var thumbnail: Result<(png: Data, header: SourceHeader), ItemFailure>?
+        var pending = 1
+        var thumbnail: Result<Data, ItemFailure>?
+        var header: SourceHeader?
         var storeFile: Result<TemporaryFile, ItemFailure>?
         var spans: [Stage: Double] = [:]
         var ready: ArchivedItem?
@@ -94,8 +136,9 @@ public final class BatchRunner: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var slots: [Int: Slot] = [:]
-    private var cursorItem = 0
-    private var cursorPhase = 0
+    /// Store tasks queued by `.twice` items, taken before new items start.
+    private var storeTasks: [(index: Int, header: SourceHeader)] = []
+    private var cursor = 0
     private var nextToWrite = 0
     private var fatal: (any Error)?
     private var failures: [FailureRecord] = []
@@ -132,27 +175,29 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// Runs every item; writes store files, then the report, then `items.archive`.
-    /// - Parameter cancel: checked between tasks; a set flag stops the run and leaves nothing partial.
+    /// - Parameters:
+    ///   - cancel: checked between tasks; a set flag stops the run and leaves nothing partial.
+    ///   - writeReport: called with the result before the archive is renamed into place.
     /// - Throws: ``ThumbpipeError`` for failures of the run itself (73/74), or
     ///   ``RunCancelled`` when `cancel` was set.
     public func run(cancel: CancellationFlag = CancellationFlag(), writeReport: (RunResult) throws -> Void = { _ in })
         throws -> RunResult
     {
         try Vips.start()
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = Spans.now
         try Self.prepareOutputFolder(options.outputFolder)
         let archivePath = options.outputFolder + "/" + settings.archive.fileName
         let writer = try KeyedArchiveWriter(
             path: archivePath, className: settings.archive.className, itemCount: manifest.items.count)
         self.writer = writer
         let done = DispatchGroup()
-        for index in 0..<options.jobs {
+        for worker in 0..<options.jobs {
             done.enter()
             let thread = Thread { [self] in
-                work(cancel: cancel)
+                work(worker: worker, cancel: cancel)
                 done.leave()
             }
-            thread.name = "thumbpipe-worker-\(index)"
+            thread.name = "thumbpipe-worker-\(worker + 1)"
             thread.stackSize = 8 << 20
             thread.start()
         }
@@ -163,142 +208,256 @@ public final class BatchRunner: @unchecked Sendable {
                 if case .success(let file) = slot.storeFile { file.discard() }
             }
             writer.abandon()
+            trace?.abandon()
             if let fatal { throw fatal }
             throw RunCancelled(signal: cancel.signal)
         }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         var result = RunResult(
             total: manifest.items.count, succeeded: succeeded,
             withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: failures,
-            seconds: seconds, sourceBytes: sourceBytes, writtenBytes: 0)
+            seconds: Double(Spans.now - started) / 1e9, sourceBytes: sourceBytes, writtenBytes: 0)
         timings.record([.archive: archiveSeconds])
         do {
             try writeReport(result)
+            try trace?.finish()
             try writer.finish()
         } catch {
             writer.abandon()
             throw error
         }
         TemporaryFile.syncFolder(options.outputFolder)
-        result.seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        result.seconds = Double(Spans.now - started) / 1e9
         return result
     }
 
     // MARK: - Workers
 
-    private func work(cancel: CancellationFlag) {
-        condition.lock()
-        defer { condition.unlock() }
+    private enum Task {
+        case item(Int)
+        case store(Int, SourceHeader)
+    }
+
+    /// Takes the next task: a queued store first, then the next item if the window allows.
+    /// Called with the lock held; nil when there is nothing left to start.
+    private func nextTask(cancel: CancellationFlag) -> Task? {
         while cancel.signal == 0 && fatal == nil {
-            guard cursorItem < manifest.items.count else { break }
-            if cursorItem >= nextToWrite + options.window {
+            if !storeTasks.isEmpty {
+                let task = storeTasks.removeFirst()
+                return .store(task.index, task.header)
+            }
+            guard cursor < manifest.items.count else {
+                // Nothing new to start, but a running item may still queue its store.
+                if slots.values.contains(where: { $0.pending > 0 }) {
+                    condition.wait()
+                    continue
+                }
+                return nil
+            }
+            if cursor >= nextToWrite + options.window {
                 condition.wait()
                 continue
             }
-            let index = cursorItem
-            let item = manifest.items[index]
-            guard let path = item.imagePath else {
-                cursorItem += 1
-                slots[index] = Slot(pending: 0, ready: archived(item, date: manifest.modificationDate, png: nil))
-                drain()
-                continue
-            }
-            let kind: TaskKind = cursorPhase == 0 ? .thumbnail : .store
-            if cursorPhase == 0 {
-                slots[index] = Slot(pending: 2)
-                cursorPhase = 1
-            } else {
-                cursorPhase = 0
-                cursorItem += 1
-            }
+            let index = cursor
+            cursor += 1
+            slots[index] = Slot()
+            return .item(index)
+        }
+        return nil
+    }
+
+    private func work(worker: Int, cancel: CancellationFlag) {
+        condition.lock()
+        defer {
+            condition.broadcast()
             condition.unlock()
-            var spans: [Stage: Double] = [:]
-            var thumbnail: Result<(png: Data, header: SourceHeader), ItemFailure>? = nil
-            var storeFile: Result<TemporaryFile, ItemFailure>? = nil
-            var fatalError: (any Error)? = nil
-            switch kind {
-            case .thumbnail:
-                thumbnail = Result { () throws(ItemFailure) in
-                    let header = try thumbnailer.decode.header(of: path)
-                    return (try thumbnailer.thumbnail(for: path, header: header, timings: &spans), header)
-                }
-            case .store:
-                do {
-                    storeFile = .success(try storeImage(path, key: item.itemKey, spans: &spans))
-                } catch let failure as ItemFailure {
-                    storeFile = .failure(failure)
-                } catch {
-                    fatalError = error
+        }
+        while let task = nextTask(cancel: cancel) {
+            condition.unlock()
+            var spans = Spans()
+            let (index, update) = Watchdog.withDeadline(seconds: settings.limits.timeoutSeconds) {
+                () -> (Int, (inout Slot) -> Void) in
+                switch task {
+                case .item(let i): return (i, runItem(i, spans: &spans))
+                case .store(let i, let header): return (i, runStore(i, header: header, spans: &spans))
                 }
             }
+            let item = manifest.items[index]
+            trace?.record(spans, worker: worker, itemKey: item.itemKey, line: item.line)
             condition.lock()
-            if let fatalError, fatal == nil { fatal = fatalError }
             var slot = slots[index]!
+            update(&slot)
             slot.pending -= 1
-            slot.spans.merge(spans, uniquingKeysWith: +)
-            if let thumbnail { slot.thumbnail = thumbnail }
-            if let storeFile { slot.storeFile = storeFile }
-            if kind == .store { slot.bytesRead += Self.fileSize(path) }
+            slot.spans.merge(spans.totals, uniquingKeysWith: +)
             slots[index] = slot
+            condition.broadcast()
             if slot.pending == 0 && fatal == nil {
                 condition.unlock()
-                let finished = finish(item, slot)
+                var finishSpans = Spans()
+                let finished = finish(item, slot, spans: &finishSpans)
+                trace?.record(finishSpans, worker: worker, itemKey: item.itemKey, line: item.line)
                 condition.lock()
                 slots[index] = finished
                 drain()
             }
         }
-        condition.broadcast()
     }
 
-    private func storeImage(_ path: String, key: String, spans: inout [Stage: Double]) throws -> TemporaryFile {
-        var clock = StageClock()
-        let header = try thumbnailer.decode.header(of: path)
-        let decoded = try thumbnailer.decode.fullSize(path, header: header)
-        let file = try store.writeTemporary(decoded, forKey: key)
-        spans[.store, default: 0] += clock.lap()
-        return file
+    /// The first task of an item: header, plan, and the work the plan gives this task.
+    private func runItem(_ index: Int, spans: inout Spans) -> (inout Slot) -> Void {
+        let item = manifest.items[index]
+        guard let path = item.imagePath else {
+            let ready = archived(item, date: manifest.modificationDate, png: nil)
+            return { $0.ready = ready }
+        }
+        let header: SourceHeader
+        do {
+            header = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: path) }
+        } catch {
+            return { $0.thumbnail = .failure(error) }
+        }
+        let bytes = Self.fileSize(path)
+        switch DecodePlan.choose(for: header, store: settings.store) {
+        case .fromStore:
+            var thumbnail: Result<Data, ItemFailure>
+            var storeFile: Result<TemporaryFile, ItemFailure>
+            do {
+                let file = try spans.measure(.store) {
+                    try store.writeTemporary(
+                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
+                }
+                storeFile = .success(file)
+                thumbnail = Result { () throws(ItemFailure) in
+                    let stored = try spans.measure(.decode) { () throws(ItemFailure) in
+                        try thumbnailer.decode.header(of: file.path)
+                    }
+                    return try thumbnailer.thumbnail(for: file.path, header: stored, spans: &spans)
+                }
+            } catch let failure as ItemFailure {
+                storeFile = .failure(failure)
+                thumbnail = .failure(failure)
+            } catch {
+                storeFile = .failure(ItemFailure(.store, "\(error)"))
+                thumbnail = .failure(ItemFailure(.store, "\(error)"))
+                setFatal(error)
+            }
+            return { [thumbnail, storeFile] in
+                $0.header = header
+                $0.thumbnail = thumbnail
+                $0.storeFile = storeFile
+                $0.bytesRead += bytes
+            }
+        case .twice:
+            condition.lock()
+            storeTasks.append((index, header))
+            slots[index]!.pending += 1
+            condition.broadcast()
+            condition.unlock()
+            let thumbnail = Result { () throws(ItemFailure) in
+                try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+            }
+            return {
+                $0.header = header
+                $0.thumbnail = thumbnail
+                $0.bytesRead += bytes
+            }
+        case .once:
+            var thumbnail: Result<Data, ItemFailure>
+            var storeFile: Result<TemporaryFile, ItemFailure>
+            var fatalError: (any Error)? = nil
+            do {
+                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
+                }
+                thumbnail = Result { () throws(ItemFailure) in try thumbnailer.thumbnail(from: decoded, spans: &spans) }
+                do {
+                    storeFile = .success(
+                        try spans.measure(.store) { try store.writeTemporary(decoded, forKey: item.itemKey) })
+                } catch let failure as ItemFailure {
+                    storeFile = .failure(failure)
+                } catch {
+                    storeFile = .failure(ItemFailure(.store, "\(error)"))
+                    fatalError = error
+                }
+            } catch {
+                thumbnail = .failure(error)
+                storeFile = .failure(error)
+            }
+            if let fatalError { setFatal(fatalError) }
+            return { [thumbnail, storeFile] in
+                $0.header = header
+                $0.thumbnail = thumbnail
+                $0.storeFile = storeFile
+                $0.bytesRead += bytes
+            }
+        }
+    }
+
+    /// The store task of a `.twice` item: a streaming full decode and the JPEG.
+    private func runStore(_ index: Int, header: SourceHeader, spans: inout Spans) -> (inout Slot) -> Void {
+        let item = manifest.items[index]
+        let path = item.imagePath!
+        let storeFile: Result<TemporaryFile, ItemFailure>
+        do {
+            storeFile = .success(
+                try spans.measure(.store) {
+                    try store.writeTemporary(
+                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
+                })
+        } catch let failure as ItemFailure {
+            storeFile = .failure(failure)
+        } catch {
+            storeFile = .failure(ItemFailure(.store, "\(error)"))
+            setFatal(error)
+        }
+        return { $0.storeFile = storeFile }
+    }
+
+    private func setFatal(_ error: any Error) {
+        condition.lock()
+        if fatal == nil { fatal = error }
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Completes an item whose tasks are done: commits or drops its store file
     /// and builds its archive entry. Runs outside the lock (it flushes to disk).
-    private func finish(_ item: ManifestItem, _ slot: Slot) -> Slot {
+    private func finish(_ item: ManifestItem, _ slot: Slot, spans: inout Spans) -> Slot {
         var slot = slot
         var failure: ItemFailure? = nil
         var png: Data? = nil
-        var header: SourceHeader? = nil
         switch slot.thumbnail {
-        case .success(let value): (png, header) = (value.png, value.header)
+        case .success(let data): png = data
         case .failure(let f): failure = f
         case nil: break
         }
         if failure == nil, case .failure(let f) = slot.storeFile { failure = f }
         if failure == nil, case .success(let file) = slot.storeFile {
             do {
-                try file.commit(to: store.path(forKey: item.itemKey))
+                try spans.measure(.store) { try file.commit(to: store.path(forKey: item.itemKey)) }
             } catch {
                 failure = ItemFailure(.store, "\(error)")
-                condition.lock()
-                if fatal == nil { fatal = error }
-                condition.unlock()
+                setFatal(error)
             }
         } else if case .success(let file) = slot.storeFile {
             file.discard()
         }
-        if failure != nil {
+        if failure != nil && item.imagePath != nil {
             // An item without a usable image has no store file, not even an old one.
             store.delete(forKey: item.itemKey)
             png = nil
         }
-        let date =
-            item.dateCreated ?? header?.dateTimeOriginal ?? Self.modificationDate(item.imagePath!)
-            ?? manifest.modificationDate
-        slot.ready = archived(item, date: date, png: png)
+        if slot.ready == nil {
+            let date =
+                item.dateCreated ?? slot.header?.dateTimeOriginal ?? item.imagePath.flatMap(Self.modificationDate)
+                ?? manifest.modificationDate
+            slot.ready = archived(item, date: date, png: png)
+        }
         if let failure {
             slot.failure = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
         }
+        slot.spans.merge(spans.totals, uniquingKeysWith: +)
         return slot
     }
 
@@ -310,15 +469,15 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Appends every finished item at the head of the queue to the archive. Called with the lock held.
     private func drain() {
-        while let slot = slots[nextToWrite], let ready = slot.ready {
-            var clock = StageClock()
+        while let slot = slots[nextToWrite], let ready = slot.ready, slot.pending == 0 {
+            let start = Spans.now
             do {
                 try writer!.append(ready)
             } catch {
                 if fatal == nil { fatal = error }
                 return
             }
-            archiveSeconds += clock.lap()
+            archiveSeconds += Double(Spans.now - start) / 1e9
             let item = manifest.items[nextToWrite]
             if let failure = slot.failure {
                 failures.append(failure)

@@ -35,15 +35,23 @@ public struct ImageStore: Sendable {
             var image = decoded.image
             if settings.orientation == .rotate && image.orientation != 1 {
                 // Turning needs the whole image at once: decode it to memory first.
-                image = try image.inMemory().derive("autorot") { CVipsShim_autorot($0, $1) }
+                if !decoded.inMemory { image = try image.inMemory() }
+                image = try image.derive("autorot") { CVipsShim_autorot($0, $1) }
             }
             let keep: Int32 = settings.keepMetadata ? 1 : 0
             image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
-            let status = CVipsShim_jpegsave_fd(image.pointer, file.descriptor, Int32(settings.vipsQuality))
+            let encoder = image
+            let status = Watchdog.compute(encoder) {
+                CVipsShim_jpegsave_fd(
+                    encoder.pointer, file.descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
+            }
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
-                if errno == ENOSPC || errno == EDQUOT || errno == EFBIG {
-                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText())")
+                // A failed write is the run's problem (exit 74), not the item's.
+                let lower = error.message.lowercased()
+                for reason in ["no space left", "file too large", "disk quota", "input/output error"]
+                where lower.contains(reason) {
+                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(reason)")
                 }
                 throw Decode.failure(error, format: decoded.header.format, stage: .store)
             }
@@ -55,6 +63,16 @@ public struct ImageStore: Sendable {
             file.discard()
             throw error
         }
+    }
+
+    /// Decodes the source at `path` in full and writes its store file for `key`
+    /// atomically: the store step on its own, as the benchmark's floor runs it.
+    /// - Throws: ``ItemFailure`` when the source cannot be decoded or encoded,
+    ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
+    public func write(source path: String, forKey key: String, limits: PipelineSettings.Limits) throws {
+        let decode = Decode(limits: limits)
+        let decoded = try decode.fullSize(path, header: try decode.header(of: path))
+        try writeTemporary(decoded, forKey: key).commit(to: self.path(forKey: key))
     }
 
     /// Deletes the store file for `key`, as `deleteImageForKey:` does; a missing file is fine.

@@ -78,6 +78,18 @@ final class VImage: @unchecked Sendable {
 
     func has(_ field: String) -> Bool { CVipsShim_has_field(pointer, field) != 0 }
 
+    /// Whether the embedded ICC profile (vips_image_get_blob) calls itself sRGB.
+    var profileIsSRGB: Bool {
+        guard has(VIPS_META_ICC_NAME) else { return false }
+        var data: UnsafeRawPointer? = nil
+        var length = 0
+        guard vips_image_get_blob(pointer, VIPS_META_ICC_NAME, &data, &length) == 0, let data else {
+            vips_error_clear()
+            return false
+        }
+        return ICCProfile.isSRGB(UnsafeRawBufferPointer(start: data, count: length))
+    }
+
     /// Runs a libvips call that produces a new image, through ``Vips/check(_:_:)``.
     func derive(
         _ operation: String,
@@ -92,7 +104,7 @@ final class VImage: @unchecked Sendable {
     /// Computes the image into memory (vips_image_copy_memory), so later
     /// operations may read it in any order.
     func inMemory() throws -> VImage {
-        guard let out = vips_image_copy_memory(pointer) else {
+        guard let out = Watchdog.compute(self, { vips_image_copy_memory(pointer) }) else {
             throw Vips.takeError(operation: "copy_memory")
         }
         return VImage(out)
@@ -114,7 +126,7 @@ final class VImage: @unchecked Sendable {
     func rgbaPixels() throws -> RGBABuffer {
         precondition(bands == 4 && format == VIPS_FORMAT_UCHAR, "rgbaPixels needs uchar RGBA")
         var size = 0
-        guard let memory = vips_image_write_to_memory(pointer, &size) else {
+        guard let memory = Watchdog.compute(self, { vips_image_write_to_memory(pointer, &size) }) else {
             throw Vips.takeError(operation: "write_to_memory")
         }
         defer { g_free(memory) }

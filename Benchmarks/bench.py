@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""thumbpipe side by side with its peers, in one run, at the same parallelism.
+
+Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
+
+  thumbpipe   `thumbpipe run` over a manifest (thumbnail, rounded mask, store, archive)
+  pyvips      a pyvips script in as many processes as jobs (thumbnail, rounded mask, store)
+  vips-cli    `vipsthumbnail` + `vips copy ...[Q=50]` per image under `xargs -P` (no mask)
+  magick      ImageMagick `convert -thumbnail ... -extent` with a rounded mask, and
+              `convert -quality 50`, per image under `xargs -P`
+  floor       thumbpipe's store step alone (decode, sRGB, upright, Q=50 encode) in one
+              process: the unavoidable work
+
+It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS
+of the largest single process, and saves the table as JSON in Benchmarks/results/.
+Speeds are only compared within one run: this machine is noisy.
+"""
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus", "photos")
+WORK = os.path.join(ROOT, "Benchmarks", "work")
+RESULTS = os.path.join(ROOT, "Benchmarks", "results")
+RELEASE = os.path.join(ROOT, ".build", "release")
+CONVERT = "/usr/bin/convert"  # /usr/local/bin may hold a stand-in
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+# MARK: - The benchmark set
+
+def _make_one(job):
+    import pyvips
+    index, source, seed, out, kind = job
+    rng = random.Random(seed)
+    image = pyvips.Image.new_from_file(source)
+    fw, fh = rng.uniform(0.6, 1.0), rng.uniform(0.6, 1.0)
+    cw, ch = max(64, int(image.width * fw)), max(64, int(image.height * fh))
+    left, top = rng.randint(0, image.width - cw), rng.randint(0, image.height - ch)
+    image = image.crop(left, top, cw, ch)
+    megapixels = rng.uniform(8e6, 24e6) if kind == "jpeg" else rng.uniform(8e6, 12e6)
+    image = image.resize(math.sqrt(megapixels / (cw * ch)), kernel="lanczos3")
+    if kind == "jpeg":
+        # Camera-like: 4:2:0, quality 85-95, EXIF (with its orientation) kept.
+        image.jpegsave(out, Q=rng.choice([85, 90, 92, 95]))
+    elif kind == "png":
+        image.pngsave(out, compression=6, strip=True)
+    else:
+        image.heifsave(out, Q=80, compression="hevc")
+    return out
+
+
+def make_set(folder, jpegs, pngs, heics, jobs):
+    """Makes (once) realistic 8-24 Mpx JPEGs, plus PNG and HEIC, from the corpus photos."""
+    os.makedirs(folder, exist_ok=True)
+    sources = sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS)
+                     if f.lower().endswith((".jpg", ".heic", ".webp", ".avif")))
+    plan = []
+    for i in range(jpegs + pngs + heics):
+        kind = "jpeg" if i < jpegs else "png" if i < jpegs + pngs else "heic"
+        ext = {"jpeg": "jpg", "png": "png", "heic": "heic"}[kind]
+        out = os.path.join(folder, f"img-{i:04d}.{ext}")
+        plan.append((i, sources[i % len(sources)], 1000 + i, out, kind))
+    todo = [job for job in plan if not os.path.exists(job[3])]
+    if todo:
+        log(f"bench: making {len(todo)} benchmark images in {folder} (once)")
+        with multiprocessing.Pool(jobs) as pool:
+            for _ in pool.imap_unordered(_make_one, todo):
+                pass
+    return [job[3] for job in plan]
+
+
+def make_small_set(folder, count=50):
+    """Small photos (about 0.3 Mpx) for the memory-flatness runs."""
+    import pyvips
+    os.makedirs(folder, exist_ok=True)
+    sources = sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.lower().endswith(".jpg"))
+    paths = []
+    for i in range(count):
+        out = os.path.join(folder, f"small-{i:03d}.jpg")
+        if not os.path.exists(out):
+            pyvips.Image.thumbnail(sources[i % len(sources)], 640).jpegsave(out, Q=90)
+        paths.append(out)
+    return paths
+
+
+# MARK: - Running peers
+
+def timed(command, allowed=(0,), **kwargs):
+    """Runs a command under GNU time; returns (seconds, peak RSS in bytes of its largest process)."""
+    rss_file = os.path.join(WORK, "rss.txt")
+    start = time.perf_counter()
+    result = subprocess.run(["/usr/bin/time", "-o", rss_file, "-f", "%M"] + command, **kwargs)
+    seconds = time.perf_counter() - start
+    if result.returncode not in allowed:
+        raise SystemExit(f"bench: {command[0]} failed with status {result.returncode}")
+    with open(rss_file) as f:
+        rss = int(f.read().split()[-1]) * 1024
+    return seconds, rss
+
+
+def fresh(folder):
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    return folder
+
+
+def write_manifest(paths, path, repeat=1):
+    with open(path, "w") as f:
+        for r in range(repeat):
+            for i, p in enumerate(paths):
+                f.write(json.dumps({"itemName": os.path.basename(p), "image": p, "itemKey": f"r{r}-{i}"}) + "\n")
+    return path
+
+
+def run_thumbpipe(paths, jobs, env=None):
+    manifest = write_manifest(paths, os.path.join(WORK, "bench.jsonl"))
+    out = os.path.join(WORK, "out", "thumbpipe")
+    shutil.rmtree(out, ignore_errors=True)
+    return timed([os.path.join(RELEASE, "thumbpipe"), "run", manifest, "-o", out, "--jobs", str(jobs), "-q"],
+                 env=env)
+
+
+def run_floor(paths, jobs):
+    listing = os.path.join(WORK, "floor.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(paths))
+    return timed([os.path.join(RELEASE, "store-floor"), listing, fresh(os.path.join(WORK, "out", "floor")), str(jobs)],
+                 stdout=subprocess.DEVNULL)
+
+
+def run_xargs(paths, jobs, script, name):
+    listing = os.path.join(WORK, f"{name}.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    out = fresh(os.path.join(WORK, "out", name))
+    # sh -c SCRIPT OUT FILE: the script sees the output folder as $0 and the image as $1.
+    return timed(["xargs", "-a", listing, "-P", str(jobs), "-n", "1", "sh", "-c", script, out],
+                 stderr=subprocess.DEVNULL)
+
+
+VIPS_CLI = 'in="$1"; b=$(basename "$in"); vipsthumbnail "$in" --size 80x80 --smartcrop centre -o "$0/$b.png" && vips copy "$in" "$0/$b.jpg[Q=50,strip]"'
+MAGICK = (f'in="$1"; b=$(basename "$in"); {CONVERT} "$in" -auto-orient -thumbnail 80x80^ -gravity center -extent 80x80 '
+          '-alpha set \\( -size 80x80 xc:black -fill white -draw "roundrectangle 0,0,79,79,10,10" \\) -alpha off '
+          f'-compose CopyOpacity -composite "$0/$b.png" && {CONVERT} "$in" -auto-orient -strip -quality 50 "$0/$b.jpg"')
+
+PYVIPS_SCRIPT = r'''
+import multiprocessing, os, sys
+import pyvips
+
+def init():
+    global MASK
+    svg = b'<svg width="80" height="80"><rect width="80" height="80" rx="10" ry="10" fill="#fff"/></svg>'
+    MASK = pyvips.Image.svgload_buffer(svg)[3]
+
+def work(job):
+    path, out = job
+    name = os.path.join(out, os.path.basename(path))
+    thumb = pyvips.Image.thumbnail(path, 80, height=80, crop="centre")
+    if not thumb.hasalpha():
+        thumb = thumb.bandjoin(255)
+    alpha = (thumb[3] * MASK / 255).cast("uchar")
+    thumb[0:3].bandjoin(alpha).pngsave(name + ".png", strip=True)
+    image = pyvips.Image.new_from_file(path, access="sequential")
+    if image.get_typeof("orientation") and image.get("orientation") != 1:
+        image = pyvips.Image.new_from_file(path).autorot()  # turning needs random access
+    image.jpegsave(name + ".jpg", Q=50, strip=True)
+
+if __name__ == "__main__":
+    listing, out, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    paths = open(listing).read().split()
+    with multiprocessing.Pool(jobs, initializer=init) as pool:
+        for _ in pool.imap_unordered(work, [(p, out) for p in paths]):
+            pass
+'''
+
+
+def run_pyvips(paths, jobs):
+    listing = os.path.join(WORK, "pyvips.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(paths))
+    script = os.path.join(WORK, "pyvips_peer.py")
+    with open(script, "w") as f:
+        f.write(PYVIPS_SCRIPT)
+    return timed([sys.executable, script, listing, fresh(os.path.join(WORK, "out", "pyvips")), str(jobs)])
+
+
+# MARK: - Main
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--jpegs", type=int, default=200)
+    parser.add_argument("--pngs", type=int, default=8)
+    parser.add_argument("--heics", type=int, default=8)
+    parser.add_argument("--peers", default="thumbpipe,floor,pyvips,vips-cli,magick")
+    parser.add_argument("--memory", action="store_true", help="also the 1,000 vs 10,000 small-image memory runs")
+    args = parser.parse_args()
+    os.makedirs(RESULTS, exist_ok=True)
+    paths = make_set(os.path.join(WORK, "set"), args.jpegs, args.pngs, args.heics, args.jobs)
+    megapixels = 0.0
+    try:
+        import pyvips
+        megapixels = sum(pyvips.Image.new_from_file(p).width * pyvips.Image.new_from_file(p).height for p in paths) / 1e6
+    except Exception:
+        pass
+
+    runners = {
+        "thumbpipe": lambda: run_thumbpipe(paths, args.jobs),
+        "floor": lambda: run_floor(paths, args.jobs),
+        "pyvips": lambda: run_pyvips(paths, args.jobs),
+        "vips-cli": lambda: run_xargs(paths, args.jobs, VIPS_CLI, "vips-cli"),
+        "magick": lambda: run_xargs(paths, args.jobs, MAGICK, "magick"),
+    }
+    rows = []
+    for name in args.peers.split(","):
+        log(f"bench: {name} ...")
+        seconds, rss = runners[name]()
+        rows.append({"peer": name, "images": len(paths), "seconds": round(seconds, 2),
+                     "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": rss})
+        log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB")
+    ours = next((r for r in rows if r["peer"] == "thumbpipe"), None)
+    for row in rows:
+        row["thumbpipeTimes"] = round(ours["imagesPerSecond"] / row["imagesPerSecond"], 2) if ours else None
+
+    memory = []
+    if args.memory:
+        small = make_small_set(os.path.join(WORK, "small"))
+        for repeat in (20, 200):
+            manifest = write_manifest(small, os.path.join(WORK, f"small-{repeat}.jsonl"), repeat)
+            out = os.path.join(WORK, "out", "small")
+            shutil.rmtree(out, ignore_errors=True)
+            log(f"bench: thumbpipe over {len(small) * repeat} small images ...")
+            seconds, rss = timed([os.path.join(RELEASE, "thumbpipe"), "run", manifest, "-o", out,
+                                  "--jobs", str(args.jobs), "-q"])
+            memory.append({"items": len(small) * repeat, "seconds": round(seconds, 2), "peakRSSBytes": rss})
+
+    machine = {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.platform(),
+               "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
+    result = {"benchmark": "throughput", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "machine": machine, "jobs": args.jobs, "images": len(paths), "megapixels": round(megapixels, 1),
+              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics}, "rows": rows, "memory": memory}
+    path = os.path.join(RESULTS, "throughput-" + time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime()) + ".json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+
+    print(f"{len(paths)} images ({args.jpegs} JPEG 8-24 Mpx, {args.pngs} PNG, {args.heics} HEIC; "
+          f"{megapixels:.0f} Mpx in all), --jobs {args.jobs}, {machine['cpus']} cores, {machine['system']}")
+    print(f"{'peer':<11}{'images/s':>10}{'thumbpipe ×':>13}{'peak RSS MB':>13}")
+    for row in rows:
+        times = f"{row['thumbpipeTimes']:>13.2f}" if row["thumbpipeTimes"] else f"{'-':>13}"
+        print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{row['peakRSSBytes'] / 1e6:>13.0f}")
+    for m in memory:
+        print(f"memory: {m['items']} small images: peak RSS {m['peakRSSBytes'] / 1e6:.0f} MB ({m['seconds']} s)")
+    if len(memory) == 2:
+        change = (memory[1]["peakRSSBytes"] - memory[0]["peakRSSBytes"]) / memory[0]["peakRSSBytes"] * 100
+        print(f"memory: {memory[1]['items']} vs {memory[0]['items']} items: {change:+.1f} % peak RSS")
+    print(f"saved {os.path.relpath(path, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

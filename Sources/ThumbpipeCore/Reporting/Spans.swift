@@ -1,0 +1,40 @@
+import Dispatch
+
+/// The stage spans of one task: what ran, when and for how long, for the
+/// report's timings and the Chrome trace.
+public struct Spans: Sendable {
+    /// One stage's run.
+    public struct Span: Sendable {
+        /// The stage.
+        public var stage: Stage
+        /// Start and end, in nanoseconds of the monotonic clock.
+        public var start: UInt64
+        public var end: UInt64
+    }
+
+    /// The spans in the order they ran.
+    public private(set) var all: [Span] = []
+
+    /// Creates an empty record.
+    public init() {}
+
+    /// The monotonic clock, in nanoseconds.
+    public static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Runs `body` as a span of `stage`.
+    public mutating func measure<T, E: Error>(_ stage: Stage, _ body: () throws(E) -> T) throws(E) -> T {
+        let start = Self.now
+        defer { all.append(Span(stage: stage, start: start, end: Self.now)) }
+        return try body()
+    }
+
+    /// Adds the spans of another record.
+    public mutating func append(_ other: Spans) { all += other.all }
+
+    /// Seconds per stage, summed.
+    public var totals: [Stage: Double] {
+        var result: [Stage: Double] = [:]
+        for span in all { result[span.stage, default: 0] += Double(span.end - span.start) / 1e9 }
+        return result
+    }
+}

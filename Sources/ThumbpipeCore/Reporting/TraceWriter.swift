@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+
+/// Writes a Chrome trace-event JSON file (opens in Perfetto or chrome://tracing):
+/// one complete event per stage per item, one track per worker thread.
+public final class TraceWriter: Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var first = true
+        var failed: (any Error)?
+    }
+    private let file: TemporaryFile
+    private let path: String
+    private let origin: UInt64
+    private let state = Mutex(State())
+
+    /// Starts a trace at `path` (written under a temporary name until ``finish()``).
+    /// - Parameter workers: how many worker tracks to name.
+    /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
+    public init(path: String, workers: Int) throws {
+        let url = URL(fileURLWithPath: path)
+        file = try TemporaryFile(in: url.deletingLastPathComponent().path, for: url.lastPathComponent)
+        self.path = path
+        origin = Spans.now
+        var head = #"{"displayTimeUnit":"ms","traceEvents":["#
+        head += #"{"name":"process_name","ph":"M","pid":1,"args":{"name":"thumbpipe"}}"#
+        for worker in 0..<workers {
+            head +=
+                #",{"name":"thread_name","ph":"M","pid":1,"tid":\#(worker + 1),"args":{"name":"worker \#(worker + 1)"}}"#
+        }
+        state.withLock { $0.buffer = Array(head.utf8) }
+    }
+
+    /// Adds one task's spans on `worker`'s track, labelled with the item.
+    public func record(_ spans: Spans, worker: Int, itemKey: String, line: Int) {
+        guard !spans.all.isEmpty else { return }
+        let key = Self.escape(itemKey)
+        var text = ""
+        for span in spans.all {
+            let ts = Double(span.start &- origin) / 1000
+            let dur = Double(span.end &- span.start) / 1000
+            text += #",{"name":"\#(span.stage.rawValue)","cat":"stage","ph":"X","pid":1,"tid":\#(worker + 1),"#
+            text += #""ts":\#(String(format: "%.1f", ts)),"dur":\#(String(format: "%.1f", dur)),"#
+            text += #""args":{"itemKey":"\#(key)","line":\#(line)}}"#
+        }
+        state.withLock { state in
+            state.buffer += Array(text.utf8)
+            if state.buffer.count > 1 << 20 { flush(&state) }
+        }
+    }
+
+    private func flush(_ state: inout State) {
+        guard state.failed == nil else { return }
+        do {
+            try state.buffer.withUnsafeBytes { try file.write($0) }
+        } catch {
+            state.failed = error
+        }
+        state.buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Closes the JSON and renames the trace into place.
+    /// - Throws: ``ThumbpipeError`` (74) when it cannot be written.
+    public func finish() throws {
+        try state.withLock { state in
+            state.buffer += Array("]}\n".utf8)
+            flush(&state)
+            if let failed = state.failed { throw failed }
+        }
+        try file.commit(to: path)
+    }
+
+    /// Removes the unfinished trace.
+    public func abandon() { file.discard() }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

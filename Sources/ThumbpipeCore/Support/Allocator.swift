@@ -1,0 +1,26 @@
+import Foundation
+
+/// glibc's `int mallopt(int param, int value)` (from <malloc.h>, which the Glibc module does not export).
+@_silgen_name("mallopt")
+private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+
+/// Process-wide allocator settings for batch image work.
+public enum Allocator {
+    // <malloc.h>: M_MMAP_THRESHOLD -3, M_ARENA_MAX -8.
+    private static let mmapThreshold: Int32 = -3
+    private static let arenaMax: Int32 = -8
+
+    /// Tunes glibc's malloc for many large, short-lived image buffers on a few
+    /// threads; call it before any thread starts. Measured in Benchmarks/
+    /// (76 photos, `--jobs 2`): by default every thread that touches libvips
+    /// gets its own arena and freed buffers stay mapped (peak RSS 752 MB); two
+    /// arenas and buffers over 128 KB served by mmap, so they go back to the
+    /// system when freed, bring it to 330 MB for the same CPU time, better than
+    /// jemalloc (405 MB). `MALLOC_ARENA_MAX` or `MALLOC_MMAP_THRESHOLD_` in the
+    /// environment take precedence.
+    public static func configureForBatchWork() {
+        let environment = ProcessInfo.processInfo.environment
+        if environment["MALLOC_ARENA_MAX"] == nil { _ = glibcMallopt(arenaMax, 2) }
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = glibcMallopt(mmapThreshold, 128 * 1024) }
+    }
+}
