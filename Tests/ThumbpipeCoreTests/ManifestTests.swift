@@ -186,3 +186,61 @@ struct ManifestTests {
         #expect(ISO8601.parse(text) == nil)
     }
 }
+
+@Suite("Manifest fuzzing")
+struct ManifestFuzzTests {
+    static let seeds: [(String, String)] = [
+        (
+            "jsonl",
+            """
+            {"itemName": "Rusty Spork", "serialNumber": "A1", "valueInDollars": 12, "image": "a.jpg", "dateCreated": "2019-07-21T10:00:00Z"}
+            {"itemName": "Café \\u00e9 ☕︎", "itemKey": "card-1", "valueInDollars": -3}
+            """
+        ),
+        (
+            "json",
+            """
+            [{"itemName": "A", "valueInDollars": 1, "image": "x/y.png"},
+             {"itemName": "B", "serialNumber": "S\\"Q", "dateCreated": "2024-05-01"}]
+            """
+        ),
+        ("csv", "itemName,serialNumber,valueInDollars,image\n\"Spork, rusty\",\"A\"\"1\",12,a.jpg\nB,,,\n"),
+    ]
+
+    @Test("10,000 mutated manifests: a manifest or a data error, never a crash or a hang")
+    func mutatedManifests() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("{}[]\",:\\\n\r 0123456789-+.eEtrufalsn".utf8) + [0x00, 0xC3, 0xFF, 0x80]
+        var parsed = 0
+        var rejected = 0
+        let started = Date()
+        for round in 0..<10_000 {
+            let (type, seed) = Self.seeds[round % Self.seeds.count]
+            var bytes = Array(seed.utf8)
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                guard !bytes.isEmpty else { break }
+                let i = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: bytes[i] = alphabet.randomElement(using: &generator)!
+                case 1: bytes.remove(at: i)
+                case 2: bytes.insert(alphabet.randomElement(using: &generator)!, at: i)
+                default: bytes = Array(bytes.prefix(i))
+                }
+            }
+            do {
+                let manifest = try Manifest.parse(bytes, fileName: "m.\(type)", folder: "/tmp", type: type)
+                #expect(manifest.items.allSatisfy { ManifestItem.isSafeKey($0.itemKey) })
+                parsed += 1
+            } catch let error as ThumbpipeError {
+                #expect(error.kind == .dataError)
+                #expect(error.message.hasPrefix("m.\(type):"), "\(error.message)")
+                rejected += 1
+            } catch {
+                Issue.record("unexpected error \(error)")
+            }
+        }
+        #expect(parsed + rejected == 10_000)
+        #expect(rejected > 1000 && parsed > 100)
+        #expect(Date().timeIntervalSince(started) < 60)
+    }
+}

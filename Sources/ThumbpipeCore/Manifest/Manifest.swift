@@ -38,19 +38,29 @@ public struct Manifest: Sendable {
         }
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let mtime = (attributes?[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
-        let folder = url.deletingLastPathComponent().path
-        var builder = ManifestBuilder(fileName: name, folder: folder)
-        let bytes = [UInt8](data)
-        switch url.pathExtension.lowercased() {
+        var manifest = try parse(
+            [UInt8](data), fileName: name, folder: url.deletingLastPathComponent().path, type: url.pathExtension)
+        manifest.path = path
+        manifest.modificationDate = mtime
+        return manifest
+    }
+
+    /// Parses manifest bytes of a type (`jsonl`, `ndjson`, `json`, `csv`), resolving
+    /// image paths against `folder`.
+    /// - Throws: ``ThumbpipeError`` (65) with `fileName:line: reason`.
+    public static func parse(_ bytes: [UInt8], fileName: String, folder: String, type: String) throws -> Manifest {
+        var builder = ManifestBuilder(fileName: fileName, folder: folder)
+        switch type.lowercased() {
         case "jsonl", "ndjson": try readJSONLines(bytes, into: &builder)
         case "json": try readJSONArray(bytes, into: &builder)
         case "csv": try readCSV(bytes, into: &builder)
         default:
             throw ThumbpipeError(
-                .dataError,
-                "\(path): unknown manifest type '.\(url.pathExtension)' (use .jsonl, .ndjson, .json or .csv)")
+                .dataError, "\(fileName): unknown manifest type '.\(type)' (use .jsonl, .ndjson, .json or .csv)")
         }
-        return Manifest(path: path, items: builder.items, warnings: builder.warnings, modificationDate: mtime)
+        return Manifest(
+            path: fileName, items: builder.items, warnings: builder.warnings,
+            modificationDate: Date(timeIntervalSince1970: 0))
     }
 
     static func readJSONLines(_ bytes: [UInt8], into builder: inout ManifestBuilder) throws {

@@ -41,17 +41,22 @@ public struct ImageStore: Sendable {
             let keep: Int32 = settings.keepMetadata ? 1 : 0
             image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
             let encoder = image
+            var writeErrno: Int32 = 0
             let status = Watchdog.compute(encoder) {
-                CVipsShim_jpegsave_fd(
+                let status = CVipsShim_jpegsave_fd(
                     encoder.pointer, file.descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
+                writeErrno = errno
+                return status
             }
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
                 // A failed write is the run's problem (exit 74), not the item's.
-                let lower = error.message.lowercased()
-                for reason in ["no space left", "file too large", "disk quota", "input/output error"]
-                where lower.contains(reason) {
-                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(reason)")
+                if [ENOSPC, EFBIG, EDQUOT, EIO].contains(writeErrno) {
+                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(writeErrno))")
+                }
+                if error.message.contains("write failed") {
+                    throw ThumbpipeError(
+                        .ioError, "\(file.path): write failed: disk full, file size limit or I/O error (\(error.message))")
                 }
                 throw Decode.failure(error, format: decoded.header.format, stage: .store)
             }
