@@ -15,6 +15,10 @@ deps:
 	  echo "make: installing libvips-dev (pkg-config cannot find vips)"; \
 	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
 	fi
+	@if ! pkg-config --exists sqlite3; then \
+	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
+	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
+	fi
 	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
 	@# Contact-sheet labels need one font.
 	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }

@@ -10,6 +10,12 @@ let cLibraries: [Target] = [
         pkgConfig: "vips",
         providers: [.apt(["libvips-dev"])]
     ),
+    // SQLite, for incremental-run state (Debian: libsqlite3-dev).
+    .systemLibrary(
+        name: "CSQLite",
+        pkgConfig: "sqlite3",
+        providers: [.apt(["libsqlite3-dev"])]
+    ),
     // Fixed-arity wrappers over libvips's variadic calls, which Swift cannot call.
     .target(
         name: "CVipsShim",
@@ -22,7 +28,7 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim"]
+        dependencies: ["CVips", "CVipsShim", "CSQLite"]
     ),
     .executableTarget(
         name: "thumbpipe",

@@ -24,6 +24,11 @@ enum RunCommand {
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --trace FILE              write a Chrome trace (one span per stage per item, a
                                     track per worker) that opens in Perfetto
+          --force                   redo every item, whatever the previous run did
+          --dry-run                 print what a run would do (new, changed, unchanged,
+                                    removed) and write nothing; with --json, as JSON
+          --verify-content          re-hash sources and store files instead of trusting
+                                    their size and modification time
           -q, --quiet               no progress bar
           -h, --help                this help
 
@@ -42,6 +47,10 @@ enum RunCommand {
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? "homepwner"
         let tracePath = try args.option("--trace")
+        let force = args.flag("--force")
+        let dryRun = args.flag("--dry-run")
+        let json = args.flag("--json")
+        let verifyContent = args.flag("--verify-content")
         let jobs =
             try args.option("-j", "--jobs").map {
                 try Int(option: $0, name: "--jobs", range: 1...256)
@@ -88,8 +97,25 @@ enum RunCommand {
         for warning in manifest.warnings { terminal.warning(warning) }
         let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
 
+        if dryRun {
+            let statePath = RunState.path(in: output)
+            let state =
+                FileManager.default.fileExists(atPath: statePath) ? try RunState(folder: output, readOnly: true) : nil
+            let plan = try IncrementalPlan.make(
+                manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
+                verifyContent: verifyContent)
+            printPlan(plan, manifest: manifest, json: json)
+            return 0
+        }
+        try BatchRunner.prepareOutputFolder(output)
+        let state = try RunState(folder: output)
+        let plan = try IncrementalPlan.make(
+            manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
+            verifyContent: verifyContent)
         let options = RunOptions(outputFolder: output, jobs: jobs)
         let runner = BatchRunner(manifest: manifest, settings: settings, options: options)
+        runner.plan = plan
+        runner.state = state
         if let tracePath {
             runner.trace = try TraceWriter(path: tracePath, workers: jobs)
         }
@@ -114,6 +140,12 @@ enum RunCommand {
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             try RunReport.write(report, outputFolder: output)
         }
+        let counts = result.classes
+        if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) > 0 {
+            terminal.diagnostic(
+                "thumbpipe: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, "
+                    + "\(counts[.removed] ?? 0) removed; \(result.decodedItems) decoded")
+        }
         let failed = result.failures.count
         let rate = Double(total) / max(result.seconds, 1e-9)
         terminal.diagnostic(
@@ -121,5 +153,34 @@ enum RunCommand {
                 + "\(result.succeeded) done, \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
         )
         return failed > 0 ? 1 : 0
+    }
+
+    /// Prints a dry run's plan: counts, then one line per item that is not unchanged.
+    static func printPlan(_ plan: IncrementalPlan, manifest: Manifest, json: Bool) {
+        let counts = plan.counts
+        if json {
+            var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
+                [
+                    "itemKey": item.itemKey, "line": item.line, "class": work.itemClass.rawValue,
+                    "thumbnail": work.needsThumbnail, "store": work.needsStore, "reason": work.reason,
+                ]
+            }
+            items += plan.removed.map { ["itemKey": $0, "class": "removed", "reason": "not in the manifest"] }
+            let object: [String: Any] = [
+                "counts": Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), "items": items,
+            ]
+            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
+                printOut(String(decoding: data, as: UTF8.self))
+            }
+            return
+        }
+        printOut(
+            "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
+        )
+        for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
+            let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
+            printOut("  \(work.itemClass.rawValue)\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))")
+        }
+        for key in plan.removed { printOut("  removed\t\(key)") }
     }
 }

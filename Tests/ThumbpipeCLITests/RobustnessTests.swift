@@ -298,7 +298,9 @@ struct InterruptionTests {
         #expect(try contents(out) == contents(reference))
     }
 
-    @Test("SIGINT and SIGTERM stop cleanly with 130 and 143", arguments: [(Int32(2), Int32(130)), (Int32(15), Int32(143))])
+    @Test(
+        "SIGINT and SIGTERM stop cleanly with 130 and 143",
+        arguments: [(Int32(2), Int32(130)), (Int32(15), Int32(143))])
     func signals(signal: Int32, status: Int32) throws {
         let folder = TestPaths.temporaryFolder("signal")
         let manifest = manifest(folder)

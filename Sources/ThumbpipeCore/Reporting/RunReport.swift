@@ -31,6 +31,11 @@ public enum RunReport {
                 "sourceMegabytesPerSecond": StageTimings.round(Double(result.sourceBytes) / 1e6 / seconds),
             ],
             "peakRSSBytes": ProcessMemory.peakResidentBytes(),
+            "incremental": [
+                "new": result.classes[.new] ?? 0, "changed": result.classes[.changed] ?? 0,
+                "unchanged": result.classes[.unchanged] ?? 0, "removed": result.classes[.removed] ?? 0,
+                "decoded": result.decodedItems, "timeSavedSeconds": StageTimings.round(result.timeSavedSeconds),
+            ],
             "failures": result.failures.map { failure in
                 [
                     "line": failure.line,

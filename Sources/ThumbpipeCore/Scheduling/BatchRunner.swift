@@ -50,6 +50,12 @@ public struct RunResult: Sendable {
     public var sourceBytes: Int64
     /// Bytes of store files and archive written.
     public var writtenBytes: Int64
+    /// Items per class against the previous run (all `new` on a first run).
+    public var classes: [ItemClass: Int] = [:]
+    /// Items whose source was decoded in this run.
+    public var decodedItems = 0
+    /// What the reused items took when they were made, in seconds.
+    public var timeSavedSeconds = 0.0
 }
 
 /// Set from a signal handler to stop a run cleanly.
@@ -122,6 +128,10 @@ public final class BatchRunner: @unchecked Sendable {
     public var onProgress: (@Sendable (Int) -> Void)?
     /// Where stage spans go, when a trace was asked for.
     public var trace: TraceWriter?
+    /// The incremental plan: what to redo per item; nil redoes everything.
+    public var plan: IncrementalPlan?
+    /// Where finished items are recorded, so later runs (and a resumed one) can skip them.
+    public var state: RunState?
 
     private struct Slot {
         var pending = 1
@@ -132,6 +142,12 @@ public final class BatchRunner: @unchecked Sendable {
         var ready: ArchivedItem?
         var failure: FailureRecord?
         var bytesRead: Int64 = 0
+        /// The date reused from the previous run, when the source was not opened.
+        var reusedDate: Double?
+        /// Whether the source's pixels were decoded.
+        var decoded = false
+        /// Whether any output was made in this run (so the state must record it).
+        var redone = false
     }
 
     private let condition = NSCondition()
@@ -146,6 +162,7 @@ public final class BatchRunner: @unchecked Sendable {
     private var sourceBytes: Int64 = 0
     private var writer: KeyedArchiveWriter?
     private var archiveSeconds = 0.0
+    private var decodedItems = 0
 
     /// Prepares a run of `manifest` with `settings`.
     public init(manifest: Manifest, settings: PipelineSettings, options: RunOptions) {
@@ -209,13 +226,29 @@ public final class BatchRunner: @unchecked Sendable {
             }
             writer.abandon()
             trace?.abandon()
+            try? state?.commit()
             if let fatal { throw fatal }
             throw RunCancelled(signal: cancel.signal)
         }
+        if let plan {
+            // Items gone from the manifest lose their store file, as deleteImageForKey: does.
+            for key in plan.removed { store.delete(forKey: key) }
+            try state?.remove(keys: plan.removed)
+        }
+        try state?.commit()
         var result = RunResult(
             total: manifest.items.count, succeeded: succeeded,
             withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: failures,
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: sourceBytes, writtenBytes: 0)
+        result.decodedItems = decodedItems
+        if let plan {
+            result.classes = plan.counts
+            result.timeSavedSeconds = plan.work.filter { $0.itemClass == .unchanged }.reduce(0) {
+                $0 + ($1.previous?.seconds ?? 0)
+            }
+        } else {
+            result.classes = [.new: manifest.items.count]
+        }
         timings.record([.archive: archiveSeconds])
         do {
             try writeReport(result)
@@ -293,7 +326,7 @@ public final class BatchRunner: @unchecked Sendable {
             if slot.pending == 0 && fatal == nil {
                 condition.unlock()
                 var finishSpans = Spans()
-                let finished = finish(item, slot, spans: &finishSpans)
+                let finished = finish(item, slot, previous: plan?.work[index].previous, spans: &finishSpans)
                 trace?.record(finishSpans, worker: worker, itemKey: item.itemKey, line: item.line)
                 condition.lock()
                 slots[index] = finished
@@ -309,6 +342,29 @@ public final class BatchRunner: @unchecked Sendable {
             let ready = archived(item, date: manifest.modificationDate, png: nil)
             return { $0.ready = ready }
         }
+        let work = plan?.work[index]
+        let needsThumbnail = work?.needsThumbnail ?? true
+        let needsStore = work?.needsStore ?? true
+        // Whatever is not redone comes from the previous run.
+        var reused: Result<Data, ItemFailure>? = nil
+        if let previous = work?.previous, !needsThumbnail {
+            if let failure = previous.failure {
+                let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
+                let stage = Stage(rawValue: parts[0]) ?? .decode
+                reused = .failure(
+                    ItemFailure(stage, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure))
+            } else if let png = try? state?.thumbnail(forKey: item.itemKey) {
+                reused = .success(png)
+            } else {
+                reused = .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
+            }
+            if !needsStore {
+                return { [reused] in
+                    $0.thumbnail = reused
+                    $0.reusedDate = previous.dateCreated
+                }
+            }
+        }
         let header: SourceHeader
         do {
             header = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: path) }
@@ -316,7 +372,13 @@ public final class BatchRunner: @unchecked Sendable {
             return { $0.thumbnail = .failure(error) }
         }
         let bytes = Self.fileSize(path)
-        switch DecodePlan.choose(for: header, store: settings.store) {
+        let freshPlan = DecodePlan.choose(for: header, store: settings.store)
+        if !needsStore || !needsThumbnail {
+            return redoOne(
+                item, path: path, header: header, plan: freshPlan, thumbnail: !needsStore, reused: reused, spans: &spans
+            )
+        }
+        switch freshPlan {
         case .fromStore:
             var thumbnail: Result<Data, ItemFailure>
             var storeFile: Result<TemporaryFile, ItemFailure>
@@ -345,6 +407,7 @@ public final class BatchRunner: @unchecked Sendable {
                 $0.thumbnail = thumbnail
                 $0.storeFile = storeFile
                 $0.bytesRead += bytes
+                $0.decoded = true
             }
         case .twice:
             condition.lock()
@@ -359,6 +422,7 @@ public final class BatchRunner: @unchecked Sendable {
                 $0.header = header
                 $0.thumbnail = thumbnail
                 $0.bytesRead += bytes
+                $0.decoded = true
             }
         case .once:
             var thumbnail: Result<Data, ItemFailure>
@@ -388,7 +452,70 @@ public final class BatchRunner: @unchecked Sendable {
                 $0.thumbnail = thumbnail
                 $0.storeFile = storeFile
                 $0.bytesRead += bytes
+                $0.decoded = true
             }
+        }
+    }
+
+    /// Redoes one output of an item, the way a fresh run would make it, so the
+    /// archive stays byte-identical to one: a thumbnail that a fresh run makes
+    /// from the store file is made from the store file, kept or new.
+    private func redoOne(
+        _ item: ManifestItem, path: String, header: SourceHeader, plan: DecodePlan, thumbnail redoThumbnail: Bool,
+        reused: Result<Data, ItemFailure>?, spans: inout Spans
+    ) -> (inout Slot) -> Void {
+        var thumbnail = reused
+        var storeFile: Result<TemporaryFile, ItemFailure>? = nil
+        func thumbnailOfFile(_ file: String) -> Result<Data, ItemFailure> {
+            Result { () throws(ItemFailure) in
+                let stored = try spans.measure(.decode) { () throws(ItemFailure) in
+                    try thumbnailer.decode.header(of: file)
+                }
+                return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
+            }
+        }
+        if redoThumbnail {
+            switch plan {
+            case .fromStore:
+                thumbnail = thumbnailOfFile(store.path(forKey: item.itemKey))
+            case .once:
+                thumbnail = Result { () throws(ItemFailure) in
+                    let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                        try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
+                    }
+                    return try thumbnailer.thumbnail(from: decoded, spans: &spans)
+                }
+            case .twice:
+                thumbnail = Result { () throws(ItemFailure) in
+                    try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+                }
+            }
+        } else {
+            do {
+                let file = try spans.measure(.store) {
+                    try store.writeTemporary(
+                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
+                }
+                storeFile = .success(file)
+                // This thumbnail is made from the store file: it follows the new one.
+                if plan == .fromStore { thumbnail = thumbnailOfFile(file.path) }
+            } catch let failure as ItemFailure {
+                storeFile = .failure(failure)
+            } catch {
+                storeFile = .failure(ItemFailure(.store, "\(error)"))
+                setFatal(error)
+            }
+        }
+        // A thumbnail made from the kept store file decodes no source pixels.
+        let decodedSource = !(redoThumbnail && plan == .fromStore)
+        let bytes = decodedSource ? Self.fileSize(path) : 0
+        return { [thumbnail, storeFile] in
+            $0.header = header
+            $0.thumbnail = thumbnail
+            if let storeFile { $0.storeFile = storeFile }
+            $0.bytesRead += bytes
+            $0.decoded = decodedSource
+            $0.redone = true
         }
     }
 
@@ -421,7 +548,7 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Completes an item whose tasks are done: commits or drops its store file
     /// and builds its archive entry. Runs outside the lock (it flushes to disk).
-    private func finish(_ item: ManifestItem, _ slot: Slot, spans: inout Spans) -> Slot {
+    private func finish(_ item: ManifestItem, _ slot: Slot, previous: ItemRecord?, spans: inout Spans) -> Slot {
         var slot = slot
         var failure: ItemFailure? = nil
         var png: Data? = nil
@@ -448,9 +575,19 @@ public final class BatchRunner: @unchecked Sendable {
         }
         if slot.ready == nil {
             let date =
-                item.dateCreated ?? slot.header?.dateTimeOriginal ?? item.imagePath.flatMap(Self.modificationDate)
-                ?? manifest.modificationDate
+                item.dateCreated ?? slot.reusedDate.map { Date(timeIntervalSince1970: $0) } ?? slot.header?
+                .dateTimeOriginal
+                ?? item.imagePath.flatMap(Self.modificationDate) ?? manifest.modificationDate
             slot.ready = archived(item, date: date, png: png)
+        }
+        if let state, slot.decoded || slot.redone || item.imagePath == nil {
+            do {
+                try spans.measure(.archive) {
+                    try record(item, slot: slot, previous: previous, failure: failure, png: png, in: state)
+                }
+            } catch {
+                setFatal(error)
+            }
         }
         if let failure {
             slot.failure = FailureRecord(
@@ -486,12 +623,36 @@ public final class BatchRunner: @unchecked Sendable {
                 succeeded += 1
             }
             sourceBytes += slot.bytesRead
+            if slot.decoded { decodedItems += 1 }
             if !slot.spans.isEmpty { timings.record(slot.spans) }
             slots[nextToWrite] = nil
             nextToWrite += 1
             onProgress?(nextToWrite)
             condition.broadcast()
         }
+    }
+
+    /// Saves what this run did for an item to the state.
+    private func record(
+        _ item: ManifestItem, slot: Slot, previous: ItemRecord?, failure: ItemFailure?, png: Data?, in state: RunState
+    ) throws {
+        let path = item.imagePath ?? ""
+        let source = item.imagePath.flatMap { FileStamp(path: $0) }
+        let storePath = store.path(forKey: item.itemKey)
+        let stored = failure == nil ? FileStamp(path: storePath) : nil
+        let storeRedone = slot.storeFile != nil
+        let record = ItemRecord(
+            itemKey: item.itemKey, sourcePath: path, sourceSize: source?.size ?? -1,
+            sourceModified: source?.modified ?? -1,
+            sourceHash: item.imagePath.flatMap { ContentHash.file($0) } ?? "",
+            thumbnailFingerprint: plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings),
+            storeFingerprint: plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings),
+            dateCreated: slot.ready?.dateCreated.timeIntervalSince1970, storeSize: stored?.size ?? -1,
+            storeModified: stored?.modified ?? -1,
+            storeHash: stored == nil ? "" : (storeRedone ? ContentHash.file(storePath) : previous?.storeHash) ?? "",
+            failure: failure.map { "\($0.stage.rawValue): \($0.message)" },
+            seconds: slot.spans.values.reduce(0, +))
+        try state.save(record, thumbnail: png)
     }
 
     static func fileSize(_ path: String) -> Int64 {

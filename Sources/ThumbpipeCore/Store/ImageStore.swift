@@ -52,11 +52,13 @@ public struct ImageStore: Sendable {
                 let error = Vips.takeError(operation: "jpegsave")
                 // A failed write is the run's problem (exit 74), not the item's.
                 if [ENOSPC, EFBIG, EDQUOT, EIO].contains(writeErrno) {
-                    throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(writeErrno))")
+                    throw ThumbpipeError(
+                        .ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(writeErrno))")
                 }
                 if error.message.contains("write failed") {
                     throw ThumbpipeError(
-                        .ioError, "\(file.path): write failed: disk full, file size limit or I/O error (\(error.message))")
+                        .ioError,
+                        "\(file.path): write failed: disk full, file size limit or I/O error (\(error.message))")
                 }
                 throw Decode.failure(error, format: decoded.header.format, stage: .store)
             }

@@ -1,0 +1,147 @@
+import Foundation
+
+/// How an item compares with what the previous run into the same folder did.
+public enum ItemClass: String, Sendable, CaseIterable {
+    /// Not in the previous run.
+    case new
+    /// Its source or the settings that shaped an output changed, or an output is missing or damaged.
+    case changed
+    /// Nothing to redo: its thumbnail and store file are reused.
+    case unchanged
+    /// In the previous run but not in this manifest: its store file is deleted.
+    case removed
+}
+
+/// What a run must do for one item.
+public struct ItemWork: Sendable {
+    /// The item's class.
+    public var itemClass: ItemClass
+    /// Whether the thumbnail must be made (else it comes from the state).
+    public var needsThumbnail: Bool
+    /// Whether the store file must be written (else the one on disk is kept).
+    public var needsStore: Bool
+    /// Why, in a few words, for `--dry-run`.
+    public var reason: String
+    /// The previous run's record, when there is one.
+    public var previous: ItemRecord?
+}
+
+/// The plan of an incremental run: per manifest item what to do, and which old items to remove.
+public struct IncrementalPlan: Sendable {
+    /// One entry per manifest item, in manifest order.
+    public var work: [ItemWork]
+    /// Keys of the previous run that the manifest no longer has.
+    public var removed: [String]
+    /// The fingerprints of the settings that shape thumbnails and store files.
+    public var thumbnailFingerprint: String
+    public var storeFingerprint: String
+
+    /// How many items fall in each class.
+    public var counts: [ItemClass: Int] {
+        var result = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { ($0, 0) })
+        for entry in work { result[entry.itemClass, default: 0] += 1 }
+        result[.removed] = removed.count
+        return result
+    }
+
+    /// The fingerprint of the settings that shape a thumbnail.
+    public static func thumbnailFingerprint(_ settings: PipelineSettings) -> String {
+        let t = settings.thumbnail
+        let l = settings.limits
+        return ContentHash.hex(
+            "thumbnail|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)"
+        )
+    }
+
+    /// The fingerprint of the settings that shape a store file.
+    public static func storeFingerprint(_ settings: PipelineSettings) -> String {
+        let s = settings.store
+        let l = settings.limits
+        return ContentHash.hex(
+            "store|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)"
+        )
+    }
+
+    /// Classifies every item against the state of the previous run.
+    /// - Parameters:
+    ///   - state: the previous run's state, or nil for a first run.
+    ///   - force: redo everything.
+    ///   - verifyContent: re-hash sources and store files instead of trusting size and mtime.
+    public static func make(
+        manifest: Manifest, settings: PipelineSettings, state: RunState?, outputFolder: String, force: Bool,
+        verifyContent: Bool
+    ) throws -> IncrementalPlan {
+        let thumbnailFP = thumbnailFingerprint(settings)
+        let storeFP = storeFingerprint(settings)
+        var work: [ItemWork] = []
+        work.reserveCapacity(manifest.items.count)
+        for item in manifest.items {
+            let previous = try state?.record(forKey: item.itemKey)
+            guard let previous else {
+                work.append(
+                    ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reason: "new", previous: nil))
+                continue
+            }
+            guard let path = item.imagePath else {
+                let same = previous.sourcePath.isEmpty
+                work.append(
+                    ItemWork(
+                        itemClass: same ? .unchanged : .changed, needsThumbnail: false, needsStore: false,
+                        reason: same ? "no image" : "image removed", previous: previous))
+                continue
+            }
+            if force {
+                work.append(
+                    ItemWork(
+                        itemClass: .changed, needsThumbnail: true, needsStore: true, reason: "--force",
+                        previous: previous))
+                continue
+            }
+            let stamp = FileStamp(path: path)
+            var sourceChanged =
+                previous.sourcePath != path || stamp?.size != previous.sourceSize
+                || stamp?.modified != previous.sourceModified
+            if !sourceChanged && verifyContent { sourceChanged = ContentHash.file(path) != previous.sourceHash }
+            if sourceChanged {
+                work.append(
+                    ItemWork(
+                        itemClass: .changed, needsThumbnail: true, needsStore: true, reason: "source changed",
+                        previous: previous))
+                continue
+            }
+            var reasons: [String] = []
+            var needsThumbnail = previous.thumbnailFingerprint != thumbnailFP
+            if needsThumbnail { reasons.append("thumbnail settings changed") }
+            var needsStore = previous.storeFingerprint != storeFP
+            if needsStore { reasons.append("store settings changed") }
+            if previous.failure != nil {
+                // A failure is kept while neither its source nor the settings change.
+                if needsThumbnail || needsStore {
+                    needsThumbnail = true
+                    needsStore = true
+                }
+            } else if !needsStore {
+                let storePath = outputFolder + "/" + item.itemKey
+                let storeStamp = FileStamp(path: storePath)
+                if storeStamp == nil {
+                    needsStore = true
+                    reasons.append("store file missing")
+                } else if storeStamp?.size != previous.storeSize || storeStamp?.modified != previous.storeModified
+                    || (verifyContent && ContentHash.file(storePath) != previous.storeHash)
+                {
+                    needsStore = true
+                    reasons.append("store file damaged")
+                }
+            }
+            let changed = needsThumbnail || needsStore
+            work.append(
+                ItemWork(
+                    itemClass: changed ? .changed : .unchanged, needsThumbnail: needsThumbnail, needsStore: needsStore,
+                    reason: changed ? reasons.joined(separator: ", ") : "unchanged", previous: previous))
+        }
+        let keys = Set(manifest.items.map(\.itemKey))
+        let removed = try (state?.keys() ?? []).filter { !keys.contains($0) }
+        return IncrementalPlan(
+            work: work, removed: removed, thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
+    }
+}

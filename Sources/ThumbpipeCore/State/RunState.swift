@@ -1,0 +1,175 @@
+import Foundation
+
+/// What a previous run recorded about one item, to decide what a new run must redo.
+public struct ItemRecord: Sendable, Equatable {
+    /// The item's key.
+    public var itemKey: String
+    /// The source path it was made from ("" for items without an image).
+    public var sourcePath: String
+    /// The source's size in bytes and modification time in nanoseconds.
+    public var sourceSize: Int64
+    public var sourceModified: Int64
+    /// XXH64 of the source's bytes.
+    public var sourceHash: String
+    /// Fingerprints of the settings that shaped the thumbnail and the store file.
+    public var thumbnailFingerprint: String
+    public var storeFingerprint: String
+    /// The date the item was archived with (EXIF or file time), seconds since 1970.
+    public var dateCreated: Double?
+    /// The store file's size, modification time (ns) and XXH64, when one was written.
+    public var storeSize: Int64
+    public var storeModified: Int64
+    public var storeHash: String
+    /// `stage: message` when the item failed.
+    public var failure: String?
+    /// How long the item took, in seconds (for the time a re-run saves).
+    public var seconds: Double
+}
+
+/// The incremental-run state in `OUT/.thumbpipe/state.sqlite` (SQLite, WAL):
+/// one row per item with its source and settings fingerprints, the hashes of
+/// what was written, and its thumbnail, so unchanged items need no decoding.
+/// Rows are committed as items finish, so a killed run resumes where it stopped.
+public final class RunState: @unchecked Sendable {
+    /// The schema version this thumbpipe reads and writes.
+    public static let schemaVersion: Int64 = 1
+    private let database: SQLiteDatabase
+    private let lock = NSLock()
+
+    /// The state file of an output folder.
+    public static func path(in folder: String) -> String { folder + "/.thumbpipe/state.sqlite" }
+
+    /// Opens (creating when writable) the state of an output folder.
+    /// - Throws: ``ThumbpipeError``: 65 for a state file from a newer thumbpipe or one that
+    ///   is not a database, 73 when it cannot be created.
+    public init(folder: String, readOnly: Bool = false) throws {
+        database = try SQLiteDatabase(path: Self.path(in: folder), readOnly: readOnly)
+        var version: Int64 = 0
+        try database.query("PRAGMA user_version") { version = $0.integer(0) }
+        if version > Self.schemaVersion {
+            throw ThumbpipeError(
+                .dataError,
+                "\(database.path): written by a newer thumbpipe (state schema \(version); this one reads \(Self.schemaVersion)); run that version, or use a new output folder"
+            )
+        }
+        guard !readOnly else { return }
+        try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        if version == 0 {
+            try database.execute(
+                """
+                CREATE TABLE IF NOT EXISTS items (
+                    item_key TEXT PRIMARY KEY,
+                    source_path TEXT NOT NULL,
+                    source_size INTEGER NOT NULL,
+                    source_modified INTEGER NOT NULL,
+                    source_hash TEXT NOT NULL,
+                    thumbnail_fingerprint TEXT NOT NULL,
+                    store_fingerprint TEXT NOT NULL,
+                    date_created REAL,
+                    store_size INTEGER NOT NULL,
+                    store_modified INTEGER NOT NULL,
+                    store_hash TEXT NOT NULL,
+                    failure TEXT,
+                    seconds REAL NOT NULL,
+                    thumbnail BLOB
+                );
+                PRAGMA user_version = \(Self.schemaVersion);
+                """)
+        }
+        try database.execute("BEGIN")
+    }
+
+    deinit { try? commit() }
+
+    /// The record of `key`, without its thumbnail.
+    public func record(forKey key: String) throws -> ItemRecord? {
+        var result: ItemRecord?
+        try lock.withLock {
+            try database.query(
+                """
+                SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
+                       store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds
+                FROM items WHERE item_key = ?
+                """, [.text(key)]
+            ) { row in
+                result = ItemRecord(
+                    itemKey: row.text(0) ?? key, sourcePath: row.text(1) ?? "", sourceSize: row.integer(2),
+                    sourceModified: row.integer(3), sourceHash: row.text(4) ?? "",
+                    thumbnailFingerprint: row.text(5) ?? "", storeFingerprint: row.text(6) ?? "",
+                    dateCreated: row.real(7), storeSize: row.integer(8), storeModified: row.integer(9),
+                    storeHash: row.text(10) ?? "", failure: row.text(11), seconds: row.real(12) ?? 0)
+            }
+        }
+        return result
+    }
+
+    /// The thumbnail recorded for `key`.
+    public func thumbnail(forKey key: String) throws -> Data? {
+        var result: Data?
+        try lock.withLock {
+            try database.query("SELECT thumbnail FROM items WHERE item_key = ?", [.text(key)]) { result = $0.blob(0) }
+        }
+        return result
+    }
+
+    /// Every recorded key.
+    public func keys() throws -> [String] {
+        var result: [String] = []
+        try lock.withLock {
+            try database.query("SELECT item_key FROM items ORDER BY item_key") { row in
+                if let key = row.text(0) { result.append(key) }
+            }
+        }
+        return result
+    }
+
+    /// Records (replaces) an item and commits it, so a killed run does not redo it.
+    /// (In WAL mode with synchronous=NORMAL a commit costs no fsync; the WAL is
+    /// synced at checkpoints.)
+    public func save(_ record: ItemRecord, thumbnail: Data?) throws {
+        try lock.withLock {
+            try database.query(
+                """
+                INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
+                    .integer(record.sourceModified), .text(record.sourceHash), .text(record.thumbnailFingerprint),
+                    .text(record.storeFingerprint), record.dateCreated.map { .real($0) } ?? .null,
+                    .integer(record.storeSize), .integer(record.storeModified), .text(record.storeHash),
+                    record.failure.map { .text($0) } ?? .null, .real(record.seconds),
+                    thumbnail.map { .blob($0) } ?? .null,
+                ])
+            try commitLocked()
+        }
+    }
+
+    /// Forgets items.
+    public func remove(keys: [String]) throws {
+        try lock.withLock {
+            for key in keys { try database.query("DELETE FROM items WHERE item_key = ?", [.text(key)]) }
+        }
+    }
+
+    /// Commits what was saved so far.
+    public func commit() throws {
+        try lock.withLock { try commitLocked() }
+    }
+
+    private func commitLocked() throws {
+        try database.execute("COMMIT; BEGIN")
+    }
+}
+
+/// A file's size and modification time, as the fast path compares them.
+struct FileStamp: Equatable {
+    var size: Int64
+    var modified: Int64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// XXH64 (Yann Collet's xxHash, 64-bit): a fast, well-distributed hash of file
+/// contents for change detection and sharding, not for security.
+public struct ContentHash {
+    private static let p1: UInt64 = 11_400_714_785_074_694_791
+    private static let p2: UInt64 = 14_029_467_366_897_019_727
+    private static let p3: UInt64 = 1_609_587_929_392_839_161
+    private static let p4: UInt64 = 9_650_029_242_287_828_579
+    private static let p5: UInt64 = 2_870_177_450_012_600_261
+
+    @inline(__always) private static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
+    @inline(__always) private static func round(_ acc: UInt64, _ input: UInt64) -> UInt64 {
+        rotl(acc &+ input &* p2, 31) &* p1
+    }
+    @inline(__always) private static func merge(_ acc: UInt64, _ value: UInt64) -> UInt64 {
+        (acc ^ round(0, value)) &* p1 &+ p4
+    }
+
+    /// The XXH64 of `bytes` with `seed`.
+    public static func xxh64(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> UInt64 {
+        let count = bytes.count
+        var i = 0
+        var h: UInt64
+        func word(_ at: Int) -> UInt64 {
+            UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+        }
+        if count >= 32 {
+            var v1 = seed &+ p1 &+ p2
+            var v2 = seed &+ p2
+            var v3 = seed
+            var v4 = seed &- p1
+            while i + 32 <= count {
+                v1 = round(v1, word(i))
+                v2 = round(v2, word(i + 8))
+                v3 = round(v3, word(i + 16))
+                v4 = round(v4, word(i + 24))
+                i += 32
+            }
+            h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
+            h = merge(merge(merge(merge(h, v1), v2), v3), v4)
+        } else {
+            h = seed &+ p5
+        }
+        h = h &+ UInt64(count)
+        while i + 8 <= count {
+            h ^= round(0, word(i))
+            h = rotl(h, 27) &* p1 &+ p4
+            i += 8
+        }
+        if i + 4 <= count {
+            h ^= UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt32.self))) &* p1
+            h = rotl(h, 23) &* p2 &+ p3
+            i += 4
+        }
+        while i < count {
+            h ^= UInt64(bytes[i]) &* p5
+            h = rotl(h, 11) &* p1
+            i += 1
+        }
+        h ^= h >> 33
+        h = h &* p2
+        h ^= h >> 29
+        h = h &* p3
+        h ^= h >> 32
+        return h
+    }
+
+    /// The XXH64 of a string's UTF-8, as 16 hex digits.
+    public static func hex(_ text: String) -> String {
+        let value = Array(text.utf8).withUnsafeBytes { xxh64($0) }
+        return String(value, radix: 16).leftPadded(to: 16)
+    }
+
+    /// The XXH64 of a file's contents as 16 hex digits, or nil when it cannot be read.
+    public static func file(_ path: String) -> String? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
+        let value = data.withUnsafeBytes { xxh64($0) }
+        return String(value, radix: 16).leftPadded(to: 16)
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import Testing
+import ThumbpipeCore
+import ThumbpipeTestSupport
+
+/// A folder of real photos (copied, so a test may change them) and a manifest over them.
+struct Collection {
+    let folder: String
+    let manifest: String
+    static let photos = [
+        "photos/Nikon-D3100.jpg", "photos/Canon-EOS-1000D.jpg", "edge/webp-alpha_5_webp_a.webp",
+        "edge/png-palette-trns_paletted-transparent.png", "photos/FujiFilm-FinePix-F40fd.jpg",
+    ]
+
+    init(extra: [String] = []) throws {
+        folder = TestPaths.temporaryFolder("nightly")
+        var lines: [String] = []
+        for (i, relative) in Self.photos.enumerated() {
+            let name = "p\(i)." + URL(fileURLWithPath: relative).pathExtension
+            try FileManager.default.copyItem(atPath: TestPaths.corpus(relative), toPath: folder + "/" + name)
+            lines.append(
+                #"{"itemName": "Item \#(i)", "valueInDollars": \#(i), "image": "\#(name)", "itemKey": "k\#(i)"}"#)
+        }
+        lines.append(#"{"itemName": "Gift card", "itemKey": "card"}"#)
+        manifest = writeFile(folder, "items.jsonl", (lines + extra).joined(separator: "\n") + "\n")
+    }
+
+    func run(_ out: String, _ flags: [String] = []) throws -> (status: Int32, report: [String: Any], stderr: String) {
+        let result = try runThumbpipe(["run", manifest, "-o", folder + "/" + out, "-q"] + flags)
+        let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + out + "/.thumbpipe/report.json"))
+        return (result.status, try JSONSerialization.jsonObject(with: data) as! [String: Any], result.stderr)
+    }
+
+    func incremental(_ report: [String: Any]) -> [String: Int] {
+        (report["incremental"] as! [String: Any]).compactMapValues { $0 as? Int }
+    }
+
+    func archive(_ out: String) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: folder + "/" + out + "/items.archive"))
+    }
+
+    func file(_ out: String, _ key: String) -> Data? {
+        try? Data(contentsOf: URL(fileURLWithPath: folder + "/" + out + "/" + key))
+    }
+
+    func modified(_ out: String, _ key: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: folder + "/" + out + "/" + key))?[.modificationDate] as? Date
+    }
+
+    /// Checks the incremental output equals a fresh full run with the same inputs and flags.
+    func expectSameAsFresh(_ out: String, _ flags: [String] = [], sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
+        let fresh = "fresh-\(UUID().uuidString)"
+        let result = try run(fresh, flags)
+        #expect(result.status == 0, sourceLocation: sourceLocation)
+        #expect(try archive(out) == archive(fresh), "archive differs from a fresh run", sourceLocation: sourceLocation)
+        for key in (0..<Self.photos.count).map({ "k\($0)" }) {
+            #expect(file(out, key) == file(fresh, key), "store file \(key) differs", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+@Suite("Nightly regeneration", .serialized)
+struct IncrementalTests {
+    @Test("An unchanged re-run decodes nothing and writes the same archive")
+    func unchanged() throws {
+        let c = try Collection()
+        let first = try c.run("out")
+        #expect(first.status == 0)
+        #expect(c.incremental(first.report)["decoded"] == 5)
+        let before = try c.archive("out")
+        let stamp = c.modified("out", "k0")
+        let second = try c.run("out")
+        #expect(second.status == 0)
+        let counts = c.incremental(second.report)
+        #expect(counts["decoded"] == 0 && counts["unchanged"] == 6 && counts["new"] == 0)
+        #expect(((second.report["incremental"] as! [String: Any])["timeSavedSeconds"] as! Double) > 0)
+        #expect(try c.archive("out") == before)
+        #expect(c.modified("out", "k0") == stamp, "store file kept")
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("A replaced source is redone, alone")
+    func replacedSource() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let target = c.folder + "/p1.jpg"
+        try FileManager.default.removeItem(atPath: target)
+        try FileManager.default.copyItem(atPath: TestPaths.corpus("photos/Sigma-DP1.jpg"), toPath: target)
+        let second = try c.run("out")
+        let counts = c.incremental(second.report)
+        #expect(counts["changed"] == 1 && counts["decoded"] == 1)
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("--verify-content catches an edit that kept size and mtime")
+    func verifyContent() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let target = c.folder + "/p0.jpg"
+        var info = stat()
+        stat(target, &info)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: target)))
+        bytes[bytes.count / 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: target))
+        // Put the modification time back to the nanosecond, as an edit that keeps it would.
+        let times = [info.st_atim, info.st_mtim]
+        #expect(utimensat(AT_FDCWD, target, times, 0) == 0)
+        #expect(c.incremental(try c.run("out").report)["decoded"] == 0, "the fast path trusts size and mtime")
+        let verified = try c.run("out", ["--verify-content"])
+        #expect(c.incremental(verified.report)["changed"] == 1 && c.incremental(verified.report)["decoded"] == 1)
+    }
+
+    @Test("A changed radius redoes thumbnails and keeps store files")
+    func changedRadius() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let stamp = c.modified("out", "k0")
+        let store = c.file("out", "k0")
+        let second = try c.run("out", ["--corner-radius", "8"])
+        let counts = c.incremental(second.report)
+        #expect(counts["changed"] == 5)
+        // Opaque photos take their thumbnail from the kept store file: only the two
+        // sources with alpha are decoded again.
+        #expect(counts["decoded"] == 2)
+        #expect(c.modified("out", "k0") == stamp && c.file("out", "k0") == store)
+        try c.expectSameAsFresh("out", ["--corner-radius", "8"])
+    }
+
+    @Test("A changed JPEG quality redoes store files and keeps thumbnails of sources with alpha")
+    func changedQuality() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let second = try c.run("out", ["--quality", "0.7"])
+        let counts = c.incremental(second.report)
+        #expect(counts["changed"] == 5 && counts["decoded"] == 5)
+        try c.expectSameAsFresh("out", ["--quality", "0.7"])
+    }
+
+    @Test("A removed item loses its store file and leaves the archive")
+    func removedItem() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        #expect(c.file("out", "k4") != nil)
+        var lines = try String(contentsOfFile: c.manifest, encoding: .utf8).split(separator: "\n")
+        lines.remove(at: 4)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        let second = try c.run("out")
+        let counts = c.incremental(second.report)
+        #expect(counts["removed"] == 1 && counts["decoded"] == 0)
+        #expect(c.file("out", "k4") == nil)
+        let reader = try KeyedArchiveReader(path: c.folder + "/out/items.archive")
+        #expect(reader.count == 5)
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("A metadata-only edit rewrites the archive without decoding")
+    func metadataEdit() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let text = try String(contentsOfFile: c.manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: #""valueInDollars": 2,"#, with: #""valueInDollars": 250,"#)
+            .write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        let second = try c.run("out")
+        #expect(c.incremental(second.report)["decoded"] == 0)
+        let reader = try KeyedArchiveReader(path: c.folder + "/out/items.archive")
+        #expect(try reader.item(at: 2).valueInDollars == 250)
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("A deleted or damaged store file is rebuilt")
+    func damagedStoreFile() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        try FileManager.default.removeItem(atPath: c.folder + "/out/k0")
+        writeFile(c.folder + "/out", "k4", "damaged")
+        let second = try c.run("out")
+        let counts = c.incremental(second.report)
+        #expect(counts["changed"] == 2 && counts["decoded"] == 2)
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("--force redoes everything; --dry-run writes nothing")
+    func forceAndDryRun() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        #expect(c.incremental(try c.run("out", ["--force"]).report)["decoded"] == 5)
+        let archive = try c.archive("out")
+        let plan = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--quality", "0.9"])
+        #expect(plan.status == 0)
+        #expect(plan.stdout.contains("plan: 0 new, 5 changed, 1 unchanged, 0 removed"))
+        #expect(plan.stdout.contains("store settings changed"))
+        let json = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as! [String: Any]
+        #expect((object["counts"] as! [String: Int])["unchanged"] == 6)
+        #expect(try c.archive("out") == archive)
+        let none = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/never", "--dry-run"])
+        #expect(none.stdout.contains("plan: 6 new"))
+        #expect(!FileManager.default.fileExists(atPath: c.folder + "/never"))
+    }
+
+    @Test("A killed run, re-run, does not redo the items it finished")
+    func resume() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        var finished = 0
+        let keys = Set((0..<5).map { "k\($0)" })
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+        process.arguments = ["run", c.manifest, "-o", out, "-q", "--jobs", "1"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Kill it as soon as the first items are done and before the last.
+        while process.isRunning {
+            finished = Set((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).intersection(keys).count
+            if finished >= 2 { break }
+            usleep(2_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        finished = Set((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).intersection(keys).count
+        try #require(finished > 0 && finished < 5, "no kill landed mid-run")
+        let resumed = try c.run("out")
+        let counts = c.incremental(resumed.report)
+        #expect(resumed.status == 0)
+        // An item whose store file was renamed into place just before the kill may
+        // not have reached the state yet: it is the only one that may be redone.
+        #expect(
+            counts["decoded"]! <= 5 - finished + 1, "finished items are not decoded again (\(finished) had finished)")
+        #expect(counts["decoded"]! < 5)
+        try c.expectSameAsFresh("out")
+    }
+
+    @Test("A state file from a newer thumbpipe is refused with a clear error")
+    func newerState() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version=99'); c.commit()",
+            c.folder + "/out/.thumbpipe/state.sqlite",
+        ]
+        try process.run()
+        process.waitUntilExit()
+        let result = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "-q"])
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("written by a newer thumbpipe (state schema 99"))
+    }
+}
