@@ -65,4 +65,4 @@ bench: deps
 	@python3 -c "import venv" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(BENCH_PY) || { python3 -m venv Benchmarks/work/venv && $(BENCH_PY) -m pip install -q pyvips; }
 	$(SWIFT) build -c release
-	$(BENCH_PY) Benchmarks/bench.py --memory
+	$(BENCH_PY) Benchmarks/bench.py --memory --incremental

@@ -207,6 +207,7 @@ def main():
     parser.add_argument("--heics", type=int, default=8)
     parser.add_argument("--peers", default="thumbpipe,floor,pyvips,vips-cli,magick")
     parser.add_argument("--memory", action="store_true", help="also the 1,000 vs 10,000 small-image memory runs")
+    parser.add_argument("--incremental", action="store_true", help="also a full vs unchanged re-run over 2,000 items")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     paths = make_set(os.path.join(WORK, "set"), args.jpegs, args.pngs, args.heics, args.jobs)
@@ -247,11 +248,26 @@ def main():
                                   "--jobs", str(args.jobs), "-q"])
             memory.append({"items": len(small) * repeat, "seconds": round(seconds, 2), "peakRSSBytes": rss})
 
+    incremental = {}
+    if args.incremental:
+        small = make_small_set(os.path.join(WORK, "small"))
+        manifest = write_manifest(small, os.path.join(WORK, "nightly.jsonl"), 40)
+        out = os.path.join(WORK, "out", "nightly")
+        shutil.rmtree(out, ignore_errors=True)
+        command = [os.path.join(RELEASE, "thumbpipe"), "run", manifest, "-o", out, "--jobs", str(args.jobs), "-q"]
+        log("bench: nightly: full run over 2,000 items ...")
+        full, _ = timed(command)
+        log("bench: nightly: unchanged re-run ...")
+        again, rss = timed(command)
+        incremental = {"items": len(small) * 40, "fullSeconds": round(full, 2), "unchangedSeconds": round(again, 3),
+                       "speedup": round(full / again, 1), "unchangedPeakRSSBytes": rss}
+
     machine = {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.platform(),
                "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
     result = {"benchmark": "throughput", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "machine": machine, "jobs": args.jobs, "images": len(paths), "megapixels": round(megapixels, 1),
-              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics}, "rows": rows, "memory": memory}
+              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics}, "rows": rows, "memory": memory,
+              "incremental": incremental}
     path = os.path.join(RESULTS, "throughput-" + time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime()) + ".json")
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
@@ -267,6 +283,9 @@ def main():
     if len(memory) == 2:
         change = (memory[1]["peakRSSBytes"] - memory[0]["peakRSSBytes"]) / memory[0]["peakRSSBytes"] * 100
         print(f"memory: {memory[1]['items']} vs {memory[0]['items']} items: {change:+.1f} % peak RSS")
+    if incremental:
+        print(f"nightly: {incremental['items']} items: full run {incremental['fullSeconds']} s, unchanged re-run "
+              f"{incremental['unchangedSeconds']} s: {incremental['speedup']}x faster")
     print(f"saved {os.path.relpath(path, ROOT)}")
 
 
