@@ -20,6 +20,8 @@ deps:
 	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
 	fi
 	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
+	@# The deploy/ tests parse job.yaml with Debian's PyYAML.
+	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-yaml; }
 	@# Contact-sheet labels need one font.
 	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
 

@@ -29,6 +29,8 @@ enum RunCommand {
                                     removed) and write nothing; with --json, as JSON
           --verify-content          re-hash sources and store files instead of trusting
                                     their size and modification time
+          --shard K/N               do only the items whose itemKey hashes to shard K of N
+                                    (0 ≤ K < N), as a partial output for 'thumbpipe merge'
           -q, --quiet               no progress bar
           -h, --help                this help
 
@@ -51,6 +53,7 @@ enum RunCommand {
         let dryRun = args.flag("--dry-run")
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
+        let shard = try args.option("--shard").map { try Shard(parsing: $0) }
         let jobs =
             try args.option("-j", "--jobs").map {
                 try Int(option: $0, name: "--jobs", range: 1...256)
@@ -93,8 +96,19 @@ enum RunCommand {
             throw ThumbpipeError(.usage, error.message)
         }
 
-        let manifest = try Manifest.read(path: positionals[0])
-        for warning in manifest.warnings { terminal.warning(warning) }
+        let fullManifest = try Manifest.read(path: positionals[0])
+        for warning in fullManifest.warnings { terminal.warning(warning) }
+        var manifest = fullManifest
+        var shardInfo: ShardInfo? = nil
+        if let shard {
+            let (part, positions) = shard.select(fullManifest)
+            manifest = part
+            shardInfo = ShardInfo(
+                manifestHash: ContentHash.file(fullManifest.path) ?? "", manifestItems: fullManifest.items.count,
+                settingsFingerprint: ShardInfo.fingerprint(settings), className: settings.archive.className,
+                archiveFileName: settings.archive.fileName, shard: shard.index, shards: shard.count,
+                positions: positions)
+        }
         let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
 
         if dryRun {
@@ -139,6 +153,7 @@ enum RunCommand {
             let report = RunReport.json(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             try RunReport.write(report, outputFolder: output)
+            try shardInfo?.write(in: output)
         }
         let counts = result.classes
         if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) > 0 {

@@ -11,6 +11,7 @@ let usage = """
       thumbpipe inspect ARCHIVE [--json]
       thumbpipe extract ARCHIVE DIR
       thumbpipe contact-sheet ARCHIVE [-o SHEET.png]
+      thumbpipe merge PART... -o OUT
       thumbpipe --help | --version
       thumbpipe COMMAND --help
 
@@ -19,6 +20,7 @@ let usage = """
       inspect   list the items of an items.archive
       extract   write the thumbnails of an items.archive as PNG files
       contact-sheet  draw all thumbnails of an items.archive in a grid, named
+      merge     join the partial outputs of 'run --shard K/N' into one output
 
     EXIT STATUS:
       0 all items done   1 some items failed   64 bad command line
@@ -46,6 +48,7 @@ func main() -> Int32 {
         case "inspect": return try InspectCommand.main(arguments)
         case "extract": return try ExtractCommand.main(arguments, terminal: terminal)
         case "contact-sheet": return try ContactSheetCommand.main(arguments, terminal: terminal)
+        case "merge": return try MergeCommand.main(arguments, terminal: terminal)
         default:
             throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
         }

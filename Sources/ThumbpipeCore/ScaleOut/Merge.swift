@@ -1,0 +1,153 @@
+import Foundation
+
+/// Joins the partial outputs of `run --shard K/N` into one output whose
+/// archive is byte-identical to a single-machine run's.
+public enum Merge {
+    /// What a merge did.
+    public struct Result: Sendable {
+        /// Items in the merged archive.
+        public var items: Int
+        /// Store files hard-linked (same file system) and copied (otherwise).
+        public var linked: Int
+        public var copied: Int
+    }
+
+    /// Checks the parts and merges them into `output`.
+    /// - Throws: ``ThumbpipeError``: 64 for a part given twice, 65 for parts from
+    ///   different manifests or settings or a missing shard, 66 for a folder that is not
+    ///   a part; nothing is written then. 73/74 when the output cannot be written.
+    public static func run(parts: [String], output: String) throws -> Result {
+        guard !parts.isEmpty else { throw ThumbpipeError(.usage, "merge needs the partial output folders") }
+        let resolved = parts.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        if let twice = Dictionary(grouping: resolved, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw ThumbpipeError(.usage, "\(twice) is given twice")
+        }
+        let out = URL(fileURLWithPath: output).standardizedFileURL.path
+        if resolved.contains(out) { throw ThumbpipeError(.usage, "the output folder \(output) is one of the parts") }
+        let infos = try parts.map { try ShardInfo.read(from: $0) }
+        let first = infos[0]
+        for (part, info) in zip(parts, infos) {
+            guard info.manifestHash == first.manifestHash, info.manifestItems == first.manifestItems else {
+                throw ThumbpipeError(.dataError, "\(part) comes from a different manifest than \(parts[0])")
+            }
+            guard info.settingsFingerprint == first.settingsFingerprint else {
+                throw ThumbpipeError(.dataError, "\(part) was made with different pipeline settings than \(parts[0])")
+            }
+            guard info.shards == first.shards else {
+                throw ThumbpipeError(
+                    .dataError, "\(part) is shard \(info.shard)/\(info.shards), not one of \(first.shards)")
+            }
+        }
+        let byShard = Dictionary(grouping: zip(infos, parts), by: { $0.0.shard })
+        if let twice = byShard.first(where: { $0.value.count > 1 }) {
+            throw ThumbpipeError(
+                .usage,
+                "shard \(twice.key)/\(first.shards) is given twice (\(twice.value.map(\.1).joined(separator: ", ")))")
+        }
+        let missing = (0..<first.shards).filter { byShard[$0] == nil }
+        guard missing.isEmpty else {
+            throw ThumbpipeError(
+                .dataError,
+                "shard\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(first.shards)" }.joined(separator: ", ")) missing"
+            )
+        }
+        let readers = try parts.map { try KeyedArchiveReader(path: $0 + "/" + first.archiveFileName) }
+        for (i, reader) in readers.enumerated() where reader.count != infos[i].positions.count {
+            throw ThumbpipeError(
+                .dataError,
+                "\(parts[i]): its archive has \(reader.count) items, its shard lists \(infos[i].positions.count)")
+        }
+        guard infos.map(\.positions.count).reduce(0, +) == first.manifestItems else {
+            throw ThumbpipeError(
+                .dataError,
+                "the parts hold \(infos.map(\.positions.count).reduce(0, +)) items, the manifest \(first.manifestItems)"
+            )
+        }
+
+        try BatchRunner.prepareOutputFolder(output)
+        let writer = try KeyedArchiveWriter(
+            path: output + "/" + first.archiveFileName, className: first.className, itemCount: first.manifestItems)
+        var cursors = [Int](repeating: 0, count: parts.count)
+        var result = Result(items: 0, linked: 0, copied: 0)
+        do {
+            for position in 0..<first.manifestItems {
+                guard
+                    let part = infos.indices.first(where: {
+                        cursors[$0] < infos[$0].positions.count && infos[$0].positions[cursors[$0]] == position
+                    })
+                else {
+                    throw ThumbpipeError(.dataError, "no part holds manifest item \(position + 1)")
+                }
+                let item: ArchivedItem
+                do {
+                    item = try readers[part].item(at: cursors[part])
+                } catch let error as ArchiveFormatError {
+                    throw ThumbpipeError(.dataError, "\(parts[part]): not a valid items archive: \(error.reason)")
+                }
+                cursors[part] += 1
+                let source = parts[part] + "/" + item.itemKey
+                if item.thumbnailData != nil, FileManager.default.fileExists(atPath: source) {
+                    if try place(source, at: output + "/" + item.itemKey) {
+                        result.linked += 1
+                    } else {
+                        result.copied += 1
+                    }
+                }
+                try writer.append(item)
+                result.items += 1
+            }
+            try mergeReports(parts: parts, output: output)
+            try writer.finish()
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        TemporaryFile.syncFolder(output)
+        return result
+    }
+
+    /// Hard-links `source` to `target` (through a temporary name, so an existing
+    /// file is replaced atomically), or copies it across file systems.
+    /// - Returns: true when linked.
+    static func place(_ source: String, at target: String) throws -> Bool {
+        let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
+        let temporary = try TemporaryFile(in: folder, for: URL(fileURLWithPath: target).lastPathComponent)
+        let path = temporary.path
+        temporary.discard()
+        if link(source, path) == 0 {
+            if rename(path, target) != 0 {
+                unlink(path)
+                throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(ThumbpipeError.errnoText())")
+            }
+            return true
+        }
+        guard let data = FileManager.default.contents(atPath: source) else {
+            throw ThumbpipeError(.noInput, "\(source): cannot read")
+        }
+        try TemporaryFile.write(data, to: target)
+        return false
+    }
+
+    /// Sums the parts' reports into the output's.
+    static func mergeReports(parts: [String], output: String) throws {
+        var counts: [String: Int] = [:]
+        var failures: [[String: Any]] = []
+        var seconds = 0.0
+        var settings: Any = [:]
+        for part in parts {
+            guard let data = FileManager.default.contents(atPath: part + "/.thumbpipe/report.json"),
+                let report = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { continue }
+            for (key, value) in report["counts"] as? [String: Int] ?? [:] { counts[key, default: 0] += value }
+            failures += report["failures"] as? [[String: Any]] ?? []
+            seconds = max(seconds, (report["throughput"] as? [String: Any])?["seconds"] as? Double ?? 0)
+            settings = report["settings"] ?? settings
+        }
+        failures.sort { ($0["line"] as? Int ?? 0) < ($1["line"] as? Int ?? 0) }
+        let merged: [String: Any] = [
+            "thumbpipeVersion": RunReport.version, "mergedFrom": parts, "counts": counts, "failures": failures,
+            "settings": settings, "throughput": ["slowestPartSeconds": seconds],
+        ]
+        try RunReport.write(merged, outputFolder: output)
+    }
+}
