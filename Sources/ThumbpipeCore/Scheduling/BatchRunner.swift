@@ -380,35 +380,9 @@ public final class BatchRunner: @unchecked Sendable {
         }
         switch freshPlan {
         case .fromStore:
-            var thumbnail: Result<Data, ItemFailure>
-            var storeFile: Result<TemporaryFile, ItemFailure>
-            do {
-                let file = try spans.measure(.store) {
-                    try store.writeTemporary(
-                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
-                }
-                storeFile = .success(file)
-                thumbnail = Result { () throws(ItemFailure) in
-                    let stored = try spans.measure(.decode) { () throws(ItemFailure) in
-                        try thumbnailer.decode.header(of: file.path)
-                    }
-                    return try thumbnailer.thumbnail(for: file.path, header: stored, spans: &spans)
-                }
-            } catch let failure as ItemFailure {
-                storeFile = .failure(failure)
-                thumbnail = .failure(failure)
-            } catch {
-                storeFile = .failure(ItemFailure(.store, "\(error)"))
-                thumbnail = .failure(ItemFailure(.store, "\(error)"))
-                setFatal(error)
-            }
-            return { [thumbnail, storeFile] in
-                $0.header = header
-                $0.thumbnail = thumbnail
-                $0.storeFile = storeFile
-                $0.bytesRead += bytes
-                $0.decoded = true
-            }
+            let storeFile = writeStore(item, spans: &spans) { try thumbnailer.decode.fullSize(path, header: header) }
+            let thumbnail = storeFile.flatMap { thumbnailOfStoreFile($0.path, spans: &spans) }
+            return outcome(header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: bytes)
         case .twice:
             condition.lock()
             storeTasks.append((index, header))
@@ -418,42 +392,58 @@ public final class BatchRunner: @unchecked Sendable {
             let thumbnail = Result { () throws(ItemFailure) in
                 try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
             }
-            return {
-                $0.header = header
-                $0.thumbnail = thumbnail
-                $0.bytesRead += bytes
-                $0.decoded = true
-            }
+            return outcome(header: header, thumbnail: thumbnail, storeFile: nil, bytes: bytes)
         case .once:
-            var thumbnail: Result<Data, ItemFailure>
-            var storeFile: Result<TemporaryFile, ItemFailure>
-            var fatalError: (any Error)? = nil
-            do {
-                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+            let decoded = Result { () throws(ItemFailure) in
+                try spans.measure(.decode) { () throws(ItemFailure) in
                     try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
                 }
-                thumbnail = Result { () throws(ItemFailure) in try thumbnailer.thumbnail(from: decoded, spans: &spans) }
-                do {
-                    storeFile = .success(
-                        try spans.measure(.store) { try store.writeTemporary(decoded, forKey: item.itemKey) })
-                } catch let failure as ItemFailure {
-                    storeFile = .failure(failure)
-                } catch {
-                    storeFile = .failure(ItemFailure(.store, "\(error)"))
-                    fatalError = error
-                }
-            } catch {
-                thumbnail = .failure(error)
-                storeFile = .failure(error)
             }
-            if let fatalError { setFatal(fatalError) }
-            return { [thumbnail, storeFile] in
-                $0.header = header
-                $0.thumbnail = thumbnail
-                $0.storeFile = storeFile
-                $0.bytesRead += bytes
-                $0.decoded = true
+            let thumbnail = decoded.flatMap { decoded in
+                Result { () throws(ItemFailure) in try thumbnailer.thumbnail(from: decoded, spans: &spans) }
             }
+            let storeFile = decoded.flatMap { decoded in writeStore(item, spans: &spans) { decoded } }
+            return outcome(header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: bytes)
+        }
+    }
+
+    /// Writes an item's store file from a decoded image, timed as the store
+    /// stage. An item failure fails the item; anything else (a failed write)
+    /// stops the run.
+    private func writeStore(_ item: ManifestItem, spans: inout Spans, _ decode: () throws -> DecodedImage)
+        -> Result<TemporaryFile, ItemFailure>
+    {
+        do {
+            return .success(try spans.measure(.store) { try store.writeTemporary(try decode(), forKey: item.itemKey) })
+        } catch let failure as ItemFailure {
+            return .failure(failure)
+        } catch {
+            setFatal(error)
+            return .failure(ItemFailure(.store, "\(error)"))
+        }
+    }
+
+    /// A thumbnail made from a store file (kept or just written): its header, then shrink-on-load.
+    private func thumbnailOfStoreFile(_ file: String, spans: inout Spans) -> Result<Data, ItemFailure> {
+        Result { () throws(ItemFailure) in
+            let stored = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: file)
+            }
+            return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
+        }
+    }
+
+    /// What a task hands back to its item's slot.
+    private func outcome(
+        header: SourceHeader, thumbnail: Result<Data, ItemFailure>?, storeFile: Result<TemporaryFile, ItemFailure>?,
+        bytes: Int64, decoded: Bool = true
+    ) -> (inout Slot) -> Void {
+        return {
+            $0.header = header
+            if let thumbnail { $0.thumbnail = thumbnail }
+            if let storeFile { $0.storeFile = storeFile }
+            $0.bytesRead += bytes
+            $0.decoded = decoded
+            $0.redone = true
         }
     }
 
@@ -466,18 +456,10 @@ public final class BatchRunner: @unchecked Sendable {
     ) -> (inout Slot) -> Void {
         var thumbnail = reused
         var storeFile: Result<TemporaryFile, ItemFailure>? = nil
-        func thumbnailOfFile(_ file: String) -> Result<Data, ItemFailure> {
-            Result { () throws(ItemFailure) in
-                let stored = try spans.measure(.decode) { () throws(ItemFailure) in
-                    try thumbnailer.decode.header(of: file)
-                }
-                return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
-            }
-        }
         if redoThumbnail {
             switch plan {
             case .fromStore:
-                thumbnail = thumbnailOfFile(store.path(forKey: item.itemKey))
+                thumbnail = thumbnailOfStoreFile(store.path(forKey: item.itemKey), spans: &spans)
             case .once:
                 thumbnail = Result { () throws(ItemFailure) in
                     let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
@@ -491,50 +473,25 @@ public final class BatchRunner: @unchecked Sendable {
                 }
             }
         } else {
-            do {
-                let file = try spans.measure(.store) {
-                    try store.writeTemporary(
-                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
-                }
-                storeFile = .success(file)
-                // This thumbnail is made from the store file: it follows the new one.
-                if plan == .fromStore { thumbnail = thumbnailOfFile(file.path) }
-            } catch let failure as ItemFailure {
-                storeFile = .failure(failure)
-            } catch {
-                storeFile = .failure(ItemFailure(.store, "\(error)"))
-                setFatal(error)
+            let written = writeStore(item, spans: &spans) { try thumbnailer.decode.fullSize(path, header: header) }
+            storeFile = written
+            // This thumbnail is made from the store file: it follows the new one.
+            if plan == .fromStore, case .success(let file) = written {
+                thumbnail = thumbnailOfStoreFile(file.path, spans: &spans)
             }
         }
         // A thumbnail made from the kept store file decodes no source pixels.
         let decodedSource = !(redoThumbnail && plan == .fromStore)
-        let bytes = decodedSource ? Self.fileSize(path) : 0
-        return { [thumbnail, storeFile] in
-            $0.header = header
-            $0.thumbnail = thumbnail
-            if let storeFile { $0.storeFile = storeFile }
-            $0.bytesRead += bytes
-            $0.decoded = decodedSource
-            $0.redone = true
-        }
+        return outcome(
+            header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: decodedSource ? Self.fileSize(path) : 0,
+            decoded: decodedSource)
     }
 
     /// The store task of a `.twice` item: a streaming full decode and the JPEG.
     private func runStore(_ index: Int, header: SourceHeader, spans: inout Spans) -> (inout Slot) -> Void {
         let item = manifest.items[index]
-        let path = item.imagePath!
-        let storeFile: Result<TemporaryFile, ItemFailure>
-        do {
-            storeFile = .success(
-                try spans.measure(.store) {
-                    try store.writeTemporary(
-                        try thumbnailer.decode.fullSize(path, header: header), forKey: item.itemKey)
-                })
-        } catch let failure as ItemFailure {
-            storeFile = .failure(failure)
-        } catch {
-            storeFile = .failure(ItemFailure(.store, "\(error)"))
-            setFatal(error)
+        let storeFile = writeStore(item, spans: &spans) {
+            try thumbnailer.decode.fullSize(item.imagePath!, header: header)
         }
         return { $0.storeFile = storeFile }
     }
