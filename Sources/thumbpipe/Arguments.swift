@@ -7,6 +7,18 @@ struct Arguments {
 
     init(_ arguments: [String]) { remaining = arguments }
 
+    /// A command's arguments, or nil after printing `help` for `-h`/`--help`.
+    /// `-q`/`--quiet` is taken here: the terminal has already read it.
+    static func forCommand(_ arguments: [String], help: String) -> Arguments? {
+        var args = Arguments(arguments)
+        if args.flag("-h", "--help") {
+            printOut(help)
+            return nil
+        }
+        _ = args.flag("-q", "--quiet")
+        return args
+    }
+
     /// Takes a flag (`-q`, `--force`); true when present.
     mutating func flag(_ names: String...) -> Bool {
         var found = false

@@ -18,12 +18,7 @@ enum ContactSheetCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("-h", "--help") {
-            printOut(help)
-            return 0
-        }
-        _ = args.flag("-q", "--quiet")
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "contact-sheet.png"
         let columns = try args.option("--columns").map { try Int(option: $0, name: "--columns", range: 1...200) } ?? 10
         let perSheet =

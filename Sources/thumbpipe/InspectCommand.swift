@@ -12,11 +12,7 @@ enum InspectCommand {
         """
 
     static func main(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("-h", "--help") {
-            printOut(help)
-            return 0
-        }
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let json = args.flag("--json")
         let positionals = try args.finish(command: "inspect")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "inspect takes one ARCHIVE") }

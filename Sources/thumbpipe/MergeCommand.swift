@@ -15,12 +15,7 @@ enum MergeCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("-h", "--help") {
-            printOut(help)
-            return 0
-        }
-        _ = args.flag("-q", "--quiet")
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         guard let output = try args.option("-o", "--output") else {
             throw ThumbpipeError(.usage, "merge needs -o OUT")
         }

@@ -40,12 +40,7 @@ enum RunCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("-h", "--help") {
-            printOut(help)
-            return 0
-        }
-        _ = args.flag("-q", "--quiet")
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? "homepwner"
         let tracePath = try args.option("--trace")

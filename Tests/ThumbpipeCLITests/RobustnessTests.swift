@@ -209,19 +209,12 @@ struct RobustnessTests {
         let manifest = writeFile(
             folder, "items.jsonl", #"{"itemName": "P", "image": "\#(photo)", "itemKey": "photo"}"# + "\n")
         let out = folder + "/out"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // 256 KiB per file: the store JPEG of a 14 Mpx photo is larger.
-        process.arguments = [
-            "-c", "ulimit -f 256; exec \"$0\" run \"$1\" -o \"$2\" -q", TestPaths.executable, manifest, out,
-        ]
-        let err = Pipe()
-        process.standardError = err
-        try process.run()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 74, "\(stderr)")
-        #expect(stderr.contains("write failed") && stderr.contains(out), "\(stderr)")
+        let result = try runProcess(
+            "/bin/sh",
+            ["-c", "ulimit -f 256; exec \"$0\" run \"$1\" -o \"$2\" -q", TestPaths.executable, manifest, out])
+        #expect(result.status == 74, "\(result.stderr)")
+        #expect(result.stderr.contains("write failed") && result.stderr.contains(out), "\(result.stderr)")
         #expect(!listing(out).contains("photo"))
         #expect(!listing(out).contains("items.archive"))
         #expect(!listing(out).contains { $0.hasPrefix(TemporaryFile.prefix) })

@@ -131,16 +131,10 @@ struct ScaleOutTests {
             import json, sys, yaml
             print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "PyYAML could not parse job.yaml")
-        let documents = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+        let python = try runProcess("/usr/bin/python3", ["-c", script, path])
+        try #require(python.status == 0, "PyYAML could not parse job.yaml: \(python.stderr)")
+        let documents = try #require(
+            try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[String: Any]])
         let jobs = documents.filter { $0["kind"] as? String == "Job" }
         #expect(jobs.count == 2)
         let shards = try #require(
@@ -180,12 +174,7 @@ struct ScaleOutTests {
     @Test("deploy/slurm/thumbpipe.sbatch passes bash -n and maps SLURM_ARRAY_TASK_ID to --shard")
     func slurmScript() throws {
         let path = TestPaths.repository.appendingPathComponent("deploy/slurm/thumbpipe.sbatch").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-n", path]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(try runProcess("/bin/bash", ["-n", path]).status == 0)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("#SBATCH --array=0-"))
         #expect(text.contains("SHARD=${SLURM_ARRAY_TASK_ID"))

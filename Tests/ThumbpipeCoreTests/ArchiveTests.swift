@@ -110,16 +110,9 @@ struct ArchiveTests {
             print(json.dumps(out))
             """
         let scriptPath = writeFile(TestPaths.temporaryFolder("py"), "read.py", script)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", scriptPath, path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let rows = try #require(try JSONSerialization.jsonObject(with: output) as? [[Any]])
+        let python = try runProcess("/usr/bin/env", ["python3", scriptPath, path])
+        #expect(python.status == 0, "\(python.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[Any]])
         #expect(rows.count == items.count)
         for (item, row) in zip(items, rows) {
             #expect(row[0] as? String == item.itemName)

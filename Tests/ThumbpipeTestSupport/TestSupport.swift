@@ -151,11 +151,19 @@ public struct ProcessResult: Sendable {
 public func runThumbpipe(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil)
     throws -> ProcessResult
 {
+    var env = environment
+    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
+    return try runProcess(TestPaths.executable, arguments, environment: env, in: directory)
+}
+
+/// Runs a program to completion, capturing its output.
+public func runProcess(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: String? = nil
+) throws -> ProcessResult {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
-    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
     for (key, value) in environment { env[key] = value }
     process.environment = env
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }

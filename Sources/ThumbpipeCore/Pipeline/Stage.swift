@@ -12,6 +12,8 @@ public enum Stage: String, Sendable, CaseIterable, Codable {
     case store
     /// Writing the item archive.
     case archive
+    /// Recording the item in the incremental state.
+    case state
 }
 
 /// Why one item's image could not be processed; the run goes on without it.

@@ -539,7 +539,7 @@ public final class BatchRunner: @unchecked Sendable {
         }
         if let state, slot.decoded || slot.redone || item.imagePath == nil {
             do {
-                try spans.measure(.archive) {
+                try spans.measure(.state) {
                     try record(item, slot: slot, previous: previous, failure: failure, png: png, in: state)
                 }
             } catch {
