@@ -23,12 +23,7 @@ enum ExtractCommand {
         }
         var written = 0
         for index in 0..<reader.count {
-            let item: ArchivedItem
-            do {
-                item = try reader.item(at: index)
-            } catch let error as ArchiveFormatError {
-                throw ThumbpipeError(.dataError, "\(positionals[0]): not a valid items archive: \(error.reason)")
-            }
+            let item = try reader.validItem(at: index)
             guard let data = item.thumbnailData else { continue }
             try TemporaryFile.write(data, to: "\(folder)/\(item.itemKey).png")
             written += 1

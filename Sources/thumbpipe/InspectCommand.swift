@@ -19,12 +19,7 @@ enum InspectCommand {
         let reader = try KeyedArchiveReader(path: positionals[0])
         var rows: [[String]] = []
         for index in 0..<reader.count {
-            let item: ArchivedItem
-            do {
-                item = try reader.item(at: index)
-            } catch let error as ArchiveFormatError {
-                throw ThumbpipeError(.dataError, "\(positionals[0]): not a valid items archive: \(error.reason)")
-            }
+            let item = try reader.validItem(at: index)
             let date = ISO8601Format.string(item.dateCreated)
             let size = item.thumbnailData.flatMap(PNGInfo.size)
             if json {

@@ -10,6 +10,8 @@ public final class KeyedArchiveReader {
     /// The number of items.
     public let count: Int
 
+    /// Where the archive was read from, for messages.
+    public private(set) var source = "archive"
     private let plist: BinaryPlist
     private let objects: BinaryPlist.Container
     private let elements: BinaryPlist.Container
@@ -17,9 +19,10 @@ public final class KeyedArchiveReader {
     /// Opens and checks an archive file.
     /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) when it is not a valid items archive.
     public convenience init(path: String) throws {
-        let source = try FileBytes(path: path)
+        let bytes = try FileBytes(path: path)
         do {
-            try self.init(source: source)
+            try self.init(source: bytes)
+            source = path
         } catch let error as ArchiveFormatError {
             throw ThumbpipeError(.dataError, "\(path): not a valid items archive: \(error.reason)")
         }
@@ -93,6 +96,16 @@ public final class KeyedArchiveReader {
             itemName: try text(KeyedArchiveKeys.itemName), serialNumber: try text(KeyedArchiveKeys.serialNumber),
             valueInDollars: dollars, dateCreated: Date(timeIntervalSinceReferenceDate: time),
             itemKey: try text(KeyedArchiveKeys.itemKey), thumbnailData: thumbnail)
+    }
+
+    /// The item at `position`, with a damaged item reported as a user's error.
+    /// - Throws: ``ThumbpipeError`` (65) naming the archive and the problem.
+    public func validItem(at position: Int) throws -> ArchivedItem {
+        do {
+            return try item(at: position)
+        } catch let error as ArchiveFormatError {
+            throw ThumbpipeError(.dataError, "\(source): not a valid items archive: \(error.reason)")
+        }
     }
 
     /// Every item, in archive order (for small archives; large ones read ``item(at:)`` one by one).

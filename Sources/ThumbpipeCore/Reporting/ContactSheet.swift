@@ -81,7 +81,7 @@ public struct ContactSheet: Sendable {
         var sheet = ContactSheet(columns: columns, perSheet: perSheet)
         // The first thumbnail sets the box size: one run's thumbnails share it.
         for index in 0..<reader.count {
-            if let png = try Self.item(reader, index).thumbnailData, let size = PNGInfo.size(png) {
+            if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png) {
                 sheet.layout.thumbnailWidth = size.width
                 sheet.layout.thumbnailHeight = size.height
                 break
@@ -98,7 +98,7 @@ public struct ContactSheet: Sendable {
                 pixels: [UInt8](repeating: background, count: size.width * size.height * 4))
             for i in stride(from: 3, to: canvas.pixels.count, by: 4) { canvas.pixels[i] = 255 }
             for index in first..<last {
-                let item = try Self.item(reader, index)
+                let item = try reader.validItem(at: index)
                 try sheet.draw(item, at: index, on: &canvas)
             }
             let png = try PNGEncode().apply(canvas)
@@ -107,14 +107,6 @@ public struct ContactSheet: Sendable {
             paths.append(path)
         }
         return paths
-    }
-
-    private static func item(_ reader: KeyedArchiveReader, _ index: Int) throws -> ArchivedItem {
-        do {
-            return try reader.item(at: index)
-        } catch let error as ArchiveFormatError {
-            throw ThumbpipeError(.dataError, "not a valid items archive: \(error.reason)")
-        }
     }
 
     /// Draws one item's cell: its thumbnail (or an empty box) and its name.

@@ -78,12 +78,7 @@ public enum Merge {
                 else {
                     throw ThumbpipeError(.dataError, "no part holds manifest item \(position + 1)")
                 }
-                let item: ArchivedItem
-                do {
-                    item = try readers[part].item(at: cursors[part])
-                } catch let error as ArchiveFormatError {
-                    throw ThumbpipeError(.dataError, "\(parts[part]): not a valid items archive: \(error.reason)")
-                }
+                let item = try readers[part].validItem(at: cursors[part])
                 cursors[part] += 1
                 let source = parts[part] + "/" + item.itemKey
                 if item.thumbnailData != nil, FileManager.default.fileExists(atPath: source) {
