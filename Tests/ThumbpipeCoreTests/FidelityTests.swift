@@ -179,7 +179,7 @@ struct FidelityTests {
             sharpness >= 0.7 * referenceSharpness,
             "\(relative): Laplacian variance \(sharpness) vs reference \(referenceSharpness)")
         print(
-            "fidelity\t\(relative)\tPSNR \(String(format: "%.1f", value)) dB\tsharpness \(String(format: "%.2f", referenceSharpness > 0 ? sharpness / referenceSharpness : 1))×"
+            "fidelity\t\(relative)\tPSNR \(String(format: "%.1f", value)) dB\tLaplacian variance \(String(format: "%.3g", sharpness)) vs \(String(format: "%.3g", referenceSharpness))"
         )
     }
 
