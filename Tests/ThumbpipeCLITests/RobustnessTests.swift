@@ -299,7 +299,8 @@ struct InterruptionTests {
         let manifest = manifest(folder)
         let out = folder + "/out"
         let process = try start(["run", manifest, "-o", out, "-q", "--jobs", "1"])
-        usleep(400_000)
+        // Past start-up (the handlers are in place), well before the last item.
+        usleep(700_000)
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
         #expect(process.terminationStatus == status)
