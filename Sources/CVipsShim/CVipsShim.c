@@ -31,9 +31,7 @@ static int has_property(VipsOperation *op, const char *name) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(op), name) != NULL;
 }
 
-int CVipsShim_loader_shrink_kind(const char *path) {
-    const char *loader = vips_foreign_find_load(path);
-    if (!loader) return -1;
+int CVipsShim_loader_shrink_kind(const char *loader) {
     VipsOperation *op = vips_operation_new(loader);
     if (!op) return -1;
     int kind = 0;

@@ -27,9 +27,9 @@ const char *CVipsShim_find_loader(const char *path);
 int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
                    int sequential, VipsImage **out);
 
-/// Whether the named loader has a load-time integer `shrink` (1) or a `scale` (2)
-/// option, or neither (0).
-int CVipsShim_loader_shrink_kind(const char *path);
+/// Whether a loader (as CVipsShim_find_loader names it) has a load-time integer
+/// `shrink` (1) or a `scale` (2) option, or neither (0).
+int CVipsShim_loader_shrink_kind(const char *loader);
 
 /// vips_icc_transform to sRGB, 8 bit, relative intent, through the embedded
 /// profile, falling back to `fallback_profile` ("srgb", "cmyk") when none.

@@ -61,7 +61,7 @@ public struct Decode: Sendable {
             width: image.width, height: image.height, orientation: image.orientation, format: format,
             dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap(ISO8601.parseEXIF),
             hasAlpha: image.hasAlpha,
-            shrinkKind: CVipsShim_loader_shrink_kind(path))
+            shrinkKind: CVipsShim_loader_shrink_kind(loader))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
             throw ItemFailure(
