@@ -326,7 +326,7 @@ public final class BatchRunner: @unchecked Sendable {
             if slot.pending == 0 && fatal == nil {
                 condition.unlock()
                 var finishSpans = Spans()
-                let finished = finish(item, slot, previous: plan?.work[index].previous, spans: &finishSpans)
+                let finished = finish(item, slot, work: plan?.work[index], spans: &finishSpans)
                 trace?.record(finishSpans, worker: worker, itemKey: item.itemKey, line: item.line)
                 condition.lock()
                 slots[index] = finished
@@ -505,7 +505,7 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Completes an item whose tasks are done: commits or drops its store file
     /// and builds its archive entry. Runs outside the lock (it flushes to disk).
-    private func finish(_ item: ManifestItem, _ slot: Slot, previous: ItemRecord?, spans: inout Spans) -> Slot {
+    private func finish(_ item: ManifestItem, _ slot: Slot, work: ItemWork?, spans: inout Spans) -> Slot {
         var slot = slot
         var failure: ItemFailure? = nil
         var png: Data? = nil
@@ -540,7 +540,7 @@ public final class BatchRunner: @unchecked Sendable {
         if let state, slot.decoded || slot.redone || item.imagePath == nil {
             do {
                 try spans.measure(.state) {
-                    try record(item, slot: slot, previous: previous, failure: failure, png: png, in: state)
+                    try record(item, slot: slot, work: work, failure: failure, png: png, in: state)
                 }
             } catch {
                 setFatal(error)
@@ -591,8 +591,9 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Saves what this run did for an item to the state.
     private func record(
-        _ item: ManifestItem, slot: Slot, previous: ItemRecord?, failure: ItemFailure?, png: Data?, in state: RunState
+        _ item: ManifestItem, slot: Slot, work: ItemWork?, failure: ItemFailure?, png: Data?, in state: RunState
     ) throws {
+        let previous = work?.previous
         let path = item.imagePath ?? ""
         let source = item.imagePath.flatMap { FileStamp(path: $0) }
         let storePath = store.path(forKey: item.itemKey)
@@ -601,7 +602,11 @@ public final class BatchRunner: @unchecked Sendable {
         let record = ItemRecord(
             itemKey: item.itemKey, sourcePath: path, sourceSize: source?.size ?? -1,
             sourceModified: source?.modified ?? -1,
-            sourceHash: item.imagePath.flatMap { ContentHash.file($0) } ?? "",
+            // Hashing reads the whole source: skip it when the plan has already
+            // established that the source is the one the state records.
+            sourceHash: (work?.sourceUnchanged == true
+                ? previous?.sourceHash : item.imagePath.flatMap(ContentHash.file))
+                ?? "",
             thumbnailFingerprint: plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings),
             storeFingerprint: plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings),
             dateCreated: slot.ready?.dateCreated.timeIntervalSince1970, storeSize: stored?.size ?? -1,

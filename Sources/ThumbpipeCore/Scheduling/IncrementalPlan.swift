@@ -24,6 +24,9 @@ public struct ItemWork: Sendable {
     public var reason: String
     /// The previous run's record, when there is one.
     public var previous: ItemRecord?
+    /// Whether the source is known to be the one `previous` records (so its
+    /// recorded content hash still holds and need not be recomputed).
+    public var sourceUnchanged = false
 }
 
 /// The plan of an incremental run: per manifest item what to do, and which old items to remove.
@@ -137,7 +140,8 @@ public struct IncrementalPlan: Sendable {
             work.append(
                 ItemWork(
                     itemClass: changed ? .changed : .unchanged, needsThumbnail: needsThumbnail, needsStore: needsStore,
-                    reason: changed ? reasons.joined(separator: ", ") : "unchanged", previous: previous))
+                    reason: changed ? reasons.joined(separator: ", ") : "unchanged", previous: previous,
+                    sourceUnchanged: true))
         }
         let keys = Set(manifest.items.map(\.itemKey))
         let removed = try (state?.keys() ?? []).filter { !keys.contains($0) }
