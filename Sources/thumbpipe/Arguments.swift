@@ -3,7 +3,6 @@ import ThumbpipeCore
 /// A command line split into options and positionals, with sysexits-style errors.
 struct Arguments {
     private var remaining: [String]
-    private(set) var positionals: [String] = []
 
     init(_ arguments: [String]) { remaining = arguments }
 

@@ -154,12 +154,10 @@ struct ManifestBuilder {
     }
 
     mutating func add(csv pairs: [(String, String)], line: Int) throws {
-        var fields = RawFields()
+        var fields = RawFields(fromCSV: true)
         for (name, text) in pairs where !text.isEmpty {
             fields.values[name] = .string(text)
-            fields.fromCSV = true
         }
-        fields.fromCSV = true
         try add(fields, line: line)
     }
 

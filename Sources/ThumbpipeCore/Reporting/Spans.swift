@@ -28,9 +28,6 @@ public struct Spans: Sendable {
         return try body()
     }
 
-    /// Adds the spans of another record.
-    public mutating func append(_ other: Spans) { all += other.all }
-
     /// Seconds per stage, summed.
     public var totals: [Stage: Double] {
         var result: [Stage: Double] = [:]

@@ -48,8 +48,6 @@ public struct RunResult: Sendable {
     public var seconds: Double
     /// Source bytes read for thumbnails and stores.
     public var sourceBytes: Int64
-    /// Bytes of store files and archive written.
-    public var writtenBytes: Int64
     /// Items per class against the previous run (all `new` on a first run).
     public var classes: [ItemClass: Int] = [:]
     /// Items whose source was decoded in this run.
@@ -239,7 +237,7 @@ public final class BatchRunner: @unchecked Sendable {
         var result = RunResult(
             total: manifest.items.count, succeeded: succeeded,
             withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: failures,
-            seconds: Double(Spans.now - started) / 1e9, sourceBytes: sourceBytes, writtenBytes: 0)
+            seconds: Double(Spans.now - started) / 1e9, sourceBytes: sourceBytes)
         result.decodedItems = decodedItems
         if let plan {
             result.classes = plan.counts
