@@ -89,10 +89,13 @@ public enum DecodePlan: String, Sendable {
     /// JPEG has none to give) up to ``inMemoryLimit``; two streaming decodes
     /// otherwise. The store must be at least Q=50 to feed a thumbnail.
     /// `THUMBPIPE_DECODE=fromStore|once|twice` forces a plan where it is possible, for measuring.
+    /// The plan `THUMBPIPE_DECODE` forces, read once rather than per item.
+    private static let forcedPlan = ProcessInfo.processInfo.environment["THUMBPIPE_DECODE"].flatMap(DecodePlan.init)
+
     public static func choose(for header: SourceHeader, store: PipelineSettings.Store) -> DecodePlan {
         let fits = header.width * header.height <= inMemoryLimit
         let storeCanFeed = !header.hasAlpha && store.quality >= 0.5
-        if let forced = ProcessInfo.processInfo.environment["THUMBPIPE_DECODE"].flatMap(DecodePlan.init) {
+        if let forced = forcedPlan {
             switch forced {
             case .fromStore where storeCanFeed, .twice: return forced
             case .once where fits: return forced
