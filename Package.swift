@@ -54,9 +54,16 @@ let benchmarks: [Target] = [
 // MARK: - Tests
 
 let tests: [Target] = [
+    // The fidelity tests' reference, written against libvips directly so that it
+    // shares no code with the product it checks.
+    .target(
+        name: "CReferenceVips",
+        dependencies: ["CVips"],
+        path: "Tests/CReferenceVips"
+    ),
     .target(
         name: "ThumbpipeTestSupport",
-        dependencies: ["ThumbpipeCore", "CVips", "CVipsShim"],
+        dependencies: ["ThumbpipeCore", "CVips", "CVipsShim", "CReferenceVips"],
         path: "Tests/ThumbpipeTestSupport"
     ),
     .testTarget(
@@ -83,6 +90,6 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
 ]
 for target in package.targets where target.type != .system {
-    if target.name == "CVipsShim" { continue }
+    if target.name == "CVipsShim" || target.name == "CReferenceVips" { continue }
     target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
 }

@@ -11,9 +11,9 @@ struct CLITests {
     }
 
     @Test func runsAManifestEndToEnd() throws {
-        let corpus = TestPaths.corpus.path
+        let corpus = TestPaths.fixtures.path
         let (folder, path) = manifest([
-            #"{"itemName": "Portrait", "serialNumber": "P1", "valueInDollars": 10, "image": "\#(corpus)/photos/Blackberry-Z10.jpg", "itemKey": "portrait"}"#,
+            #"{"itemName": "Portrait", "serialNumber": "P1", "valueInDollars": 10, "image": "\#(corpus)/photos/Blackberry-Z10-small.jpg", "itemKey": "portrait"}"#,
             #"{"itemName": "Dice", "valueInDollars": 3, "image": "\#(corpus)/edge/png-palette-trns_paletted-transparent.png", "itemKey": "dice"}"#,
             #"{"itemName": "Gift card", "itemKey": "card"}"#,
             #"{"itemName": "Lost watch", "image": "lost.jpg", "itemKey": "lost"}"#,
@@ -26,14 +26,12 @@ struct CLITests {
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: out))
         #expect(names == ["items.archive", "portrait", "dice", ".thumbpipe"])
         let upright = try DecodedTestImage.load(out + "/portrait", autorotate: true)
-        #expect(upright.width == 1836 && upright.height == 3264)
+        #expect(upright.width == 459 && upright.height == 816)
 
-        let report =
-            try JSONSerialization.jsonObject(
-                with: Data(contentsOf: URL(fileURLWithPath: out + "/.thumbpipe/report.json"))) as! [String: Any]
-        let counts = report["counts"] as! [String: Int]
+        let report = try readJSONObject(out + "/.thumbpipe/report.json")
+        let counts = try report.counts("counts")
         #expect(counts == ["items": 4, "succeeded": 2, "failed": 1, "withoutImage": 1])
-        let failures = report["failures"] as! [[String: Any]]
+        let failures = try report.objects("failures")
         #expect(failures.count == 1)
         #expect(failures[0]["line"] as? Int == 4 && failures[0]["stage"] as? String == "decode")
         #expect((report["stages"] as? [String: Any])?["decode"] != nil)
@@ -58,7 +56,7 @@ struct CLITests {
     }
 
     @Test func traceOpensAsChromeTraceEvents() throws {
-        let corpus = TestPaths.corpus.path
+        let corpus = TestPaths.fixtures.path
         let (folder, path) = manifest([
             #"{"itemName": "A", "image": "\#(corpus)/photos/Nikon-D3100.jpg", "itemKey": "a"}"#,
             #"{"itemName": "B", "image": "\#(corpus)/edge/webp-alpha_5_webp_a.webp", "itemKey": "b"}"#,
@@ -83,12 +81,13 @@ struct CLITests {
     }
 
     @Test func allGoodItemsExitZero() throws {
-        let corpus = TestPaths.corpus.path
+        let corpus = TestPaths.fixtures.path
         let (folder, path) = manifest([#"{"itemName": "One", "image": "\#(corpus)/edge/tiny-1x1-rgb_1x1.png"}"#])
         let result = try runThumbpipe(["run", path, "-o", folder + "/out", "--scale", "3"])
         #expect(result.status == 0, "\(result.stderr)")
         let reader = try KeyedArchiveReader(path: folder + "/out/items.archive")
-        #expect(PNGInfo.size(try reader.item(at: 0).thumbnailData!)! == (120, 120))
+        let png = try #require(try reader.item(at: 0).thumbnailData, "the item has a thumbnail")
+        #expect(try #require(PNGInfo.size(png)) == (120, 120))
     }
 
     @Test(arguments: [

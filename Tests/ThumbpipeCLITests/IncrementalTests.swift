@@ -9,7 +9,7 @@ struct Collection {
     let manifest: String
     static let photos = [
         "photos/Nikon-D3100.jpg", "photos/Canon-EOS-1000D.jpg", "edge/webp-alpha_5_webp_a.webp",
-        "edge/png-palette-trns_paletted-transparent.png", "photos/FujiFilm-FinePix-F40fd.jpg",
+        "edge/png-palette-trns_paletted-transparent.png", "photos/FujiFilm-FinePix-F40fd-small.jpg",
     ]
 
     init(extra: [String] = []) throws {
@@ -17,7 +17,7 @@ struct Collection {
         var lines: [String] = []
         for (i, relative) in Self.photos.enumerated() {
             let name = "p\(i)." + URL(fileURLWithPath: relative).pathExtension
-            try FileManager.default.copyItem(atPath: TestPaths.corpus(relative), toPath: folder + "/" + name)
+            try FileManager.default.copyItem(atPath: TestPaths.fixture(relative), toPath: folder + "/" + name)
             lines.append(
                 #"{"itemName": "Item \#(i)", "valueInDollars": \#(i), "image": "\#(name)", "itemKey": "k\#(i)"}"#)
         }
@@ -27,12 +27,11 @@ struct Collection {
 
     func run(_ out: String, _ flags: [String] = []) throws -> (status: Int32, report: [String: Any], stderr: String) {
         let result = try runThumbpipe(["run", manifest, "-o", folder + "/" + out, "-q"] + flags)
-        let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + out + "/.thumbpipe/report.json"))
-        return (result.status, try JSONSerialization.jsonObject(with: data) as! [String: Any], result.stderr)
+        return (result.status, try readJSONObject(folder + "/" + out + "/.thumbpipe/report.json"), result.stderr)
     }
 
     func incremental(_ report: [String: Any]) -> [String: Int] {
-        (report["incremental"] as! [String: Any]).compactMapValues { $0 as? Int }
+        (report["incremental"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
     }
 
     func archive(_ out: String) throws -> Data {
@@ -75,7 +74,7 @@ struct IncrementalTests {
         #expect(second.status == 0)
         let counts = c.incremental(second.report)
         #expect(counts["decoded"] == 0 && counts["unchanged"] == 6 && counts["new"] == 0)
-        #expect(((second.report["incremental"] as! [String: Any])["timeSavedSeconds"] as! Double) > 0)
+        #expect(try #require(try second.report.object("incremental")["timeSavedSeconds"] as? Double) > 0)
         #expect(try c.archive("out") == before)
         #expect(c.modified("out", "k0") == stamp, "store file kept")
         try c.expectSameAsFresh("out")
@@ -87,7 +86,7 @@ struct IncrementalTests {
         _ = try c.run("out")
         let target = c.folder + "/p1.jpg"
         try FileManager.default.removeItem(atPath: target)
-        try FileManager.default.copyItem(atPath: TestPaths.corpus("photos/Sigma-DP1.jpg"), toPath: target)
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: target)
         let second = try c.run("out")
         let counts = c.incremental(second.report)
         #expect(counts["changed"] == 1 && counts["decoded"] == 1)
@@ -192,8 +191,8 @@ struct IncrementalTests {
         #expect(plan.stdout.contains("plan: 0 new, 5 changed, 1 unchanged, 0 removed"))
         #expect(plan.stdout.contains("store settings changed"))
         let json = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--json"])
-        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as! [String: Any]
-        #expect((object["counts"] as! [String: Int])["unchanged"] == 6)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(try object.counts("counts")["unchanged"] == 6)
         #expect(try c.archive("out") == archive)
         let none = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/never", "--dry-run"])
         #expect(none.stdout.contains("plan: 6 new"))
@@ -226,9 +225,9 @@ struct IncrementalTests {
         #expect(resumed.status == 0)
         // An item whose store file was renamed into place just before the kill may
         // not have reached the state yet: it is the only one that may be redone.
-        #expect(
-            counts["decoded"]! <= 5 - finished + 1, "finished items are not decoded again (\(finished) had finished)")
-        #expect(counts["decoded"]! < 5)
+        let decoded = try #require(counts["decoded"])
+        #expect(decoded <= 5 - finished + 1, "finished items are not decoded again (\(finished) had finished)")
+        #expect(decoded < 5)
         try c.expectSameAsFresh("out")
     }
 

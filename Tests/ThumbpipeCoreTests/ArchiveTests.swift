@@ -185,7 +185,7 @@ struct RunTests {
     ]
 
     func items() -> [ManifestItem] {
-        var items = Self.sources.enumerated().map { corpusItem($1, index: $0) }
+        var items = Self.sources.enumerated().map { fixtureItem($1, index: $0) }
         items.insert(ManifestItem(line: 99, itemName: "No photo", itemKey: "no-photo"), at: 3)
         items.append(
             ManifestItem(

@@ -99,17 +99,16 @@ func deltaE(_ a: (Double, Double, Double), _ b: (Double, Double, Double)) -> Dou
     ((a.0 - b.0) * (a.0 - b.0) + (a.1 - b.1) * (a.1 - b.1) + (a.2 - b.2) * (a.2 - b.2)).squareRoot()
 }
 
-@Suite("Image fidelity on the corpus", .vipsStarted)
-struct FidelityTests {
+/// The fidelity check shared by the fixture suite and the opt-in corpus sweep:
+/// the thumbnail a run makes, against an independent reference.
+enum Fidelity {
     static let settings = PipelineSettings()
-    /// Files that must fail, and the words their failure must carry.
-    static let expectedFailures = ["edge/huge-20000x14000_giant-image.jpg": "over limits.maxPixels"]
-
-    static var corpusFiles: [String] { TestPaths.corpusFiles("edge") + TestPaths.corpusFiles("photos") }
+    /// Files that must fail, and the words their failure must carry (by file name).
+    static let expectedFailures = ["huge-20000x14000_giant-image.jpg": "over limits.maxPixels"]
 
     /// The thumbnail as a run makes it (through the decode plan a run picks),
     /// read back from the archive; a failed item throws its failure.
-    func thumbnail(_ path: String, settings: PipelineSettings = FidelityTests.settings) throws -> DecodedTestImage {
+    static func thumbnail(_ path: String, settings: PipelineSettings = settings) throws -> DecodedTestImage {
         let item = ManifestItem(line: 1, itemName: "x", itemKey: "x", image: path, imagePath: path)
         let (output, result) = try runManifest([item], settings: settings, jobs: 1)
         if let failure = result.failures.first { throw ItemFailure(failure.stage, failure.message) }
@@ -118,52 +117,28 @@ struct FidelityTests {
         return try DecodedTestImage.load(png: png)
     }
 
-    /// The reference: the full decode, upright, sRGB, premultiplied, Lanczos3
-    /// (a pure kernel reduction, no shrink-on-load), exact centre crop, then
-    /// the same exact rounded-rectangle coverage.
-    func reference(_ path: String, settings: PipelineSettings = FidelityTests.settings) throws -> PremultipliedImage {
+    /// The reference (see `reference_thumbnail`, which shares no code with the
+    /// product), then the same exact rounded-rectangle coverage.
+    static func reference(_ path: String, settings: PipelineSettings = settings) throws -> PremultipliedImage {
         let width = settings.thumbnail.pixelWidth
         let height = settings.thumbnail.pixelHeight
-        let decode = Decode(limits: settings.limits)
-        let header = try decode.header(of: path)
-        var image = try decode.fullSize(path, header: header).image.inMemory()
-        if image.bands == 3 { image = try image.derive("bandjoin") { CVipsShim_bandjoin_const1($0, $1, 255) } }
-        image = try image.derive("premultiply") { CVipsShim_premultiply($0, $1) }
-        image = try image.derive("autorot") { CVipsShim_autorot($0, $1) }
-        let ratio = max(Double(width) / Double(image.width), Double(height) / Double(image.height))
-        if ratio < 1 {
-            image = try image.derive("reduce") { CVipsShim_reduce($0, $1, 1 / ratio, 1 / ratio) }
-        }
-        if image.width < width || image.height < height || ratio > 1 {
-            let h = Double(max(width, Int((Double(image.width) * ratio).rounded()))) / Double(image.width)
-            let v = Double(max(height, Int((Double(image.height) * ratio).rounded()))) / Double(image.height)
-            if ratio >= 1 { image = try image.derive("resize") { CVipsShim_resize($0, $1, h, v) } }
-        }
-        let left = (image.width - width) / 2
-        let top = (image.height - height) / 2
-        image = try image.derive("crop") {
-            CVipsShim_crop($0, $1, Int32(left), Int32(top), Int32(width), Int32(height))
-        }
-        image = try image.inMemory()
-        var size = 0
-        let memory = try #require(vips_image_write_to_memory(image.pointer, &size))
-        defer { g_free(memory) }
-        let floats = UnsafeRawBufferPointer(start: memory, count: size).bindMemory(to: Float.self)
+        let samples = try referenceThumbnail(path, width: width, height: height)
         let coverage = RoundedClip(radius: settings.thumbnail.pixelRadius).coverage(width: width, height: height)
-        var samples = [Double](repeating: 0, count: width * height * 4)
+        var clipped = [Double](repeating: 0, count: width * height * 4)
         for i in 0..<(width * height) {
-            for c in 0..<4 { samples[i * 4 + c] = min(255, max(0, Double(floats[i * 4 + c]))) * coverage[i] }
+            for c in 0..<4 { clipped[i * 4 + c] = min(255, max(0, samples[i * 4 + c])) * coverage[i] }
         }
-        return PremultipliedImage(width: width, height: height, samples: samples)
+        return PremultipliedImage(width: width, height: height, samples: clipped)
     }
 
-    @Test("Shrink-on-load keeps fidelity and sharpness", arguments: FidelityTests.corpusFiles)
-    func fidelity(relative: String) throws {
-        let path = TestPaths.corpus(relative)
-        if let words = Self.expectedFailures[relative] {
+    /// PSNR ≥ 30 dB after a σ = 1 blur and ≥ 0.7× the reference's sharpness, or
+    /// the expected failure.
+    static func check(_ path: String) throws {
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        if let words = expectedFailures[name] {
             do {
                 _ = try thumbnail(path)
-                Issue.record("\(relative) should fail")
+                Issue.record("\(name) should fail")
             } catch let failure as ItemFailure {
                 #expect(failure.message.contains(words), "\(failure.message)")
             }
@@ -172,22 +147,44 @@ struct FidelityTests {
         let ours = PremultipliedImage(try thumbnail(path))
         let reference = try reference(path)
         let value = psnr(ours.blurredRGB(), reference.blurredRGB())
-        #expect(value >= 30, "\(relative): PSNR \(value) dB after σ=1 blur")
+        #expect(value >= 30, "\(name): PSNR \(value) dB after σ=1 blur")
         let sharpness = ours.laplacianVariance()
         let referenceSharpness = reference.laplacianVariance()
         #expect(
             sharpness >= 0.7 * referenceSharpness,
-            "\(relative): Laplacian variance \(sharpness) vs reference \(referenceSharpness)")
+            "\(name): Laplacian variance \(sharpness) vs reference \(referenceSharpness)")
         print(
-            "fidelity\t\(relative)\tPSNR \(String(format: "%.1f", value)) dB\tLaplacian variance \(String(format: "%.3g", sharpness)) vs \(String(format: "%.3g", referenceSharpness))"
+            "fidelity\t\(name)\tPSNR \(String(format: "%.1f", value)) dB\tLaplacian variance \(String(format: "%.3g", sharpness)) vs \(String(format: "%.3g", referenceSharpness))"
         )
+    }
+}
+
+@Suite("Image fidelity on the fixtures", .vipsStarted)
+struct FidelityTests {
+    static var fixtureFiles: [String] { TestPaths.fixtureFiles("edge") + TestPaths.fixtureFiles("photos") }
+
+    func thumbnail(_ path: String, settings: PipelineSettings = Fidelity.settings) throws -> DecodedTestImage {
+        try Fidelity.thumbnail(path, settings: settings)
+    }
+
+    func reference(_ path: String, settings: PipelineSettings = Fidelity.settings) throws -> PremultipliedImage {
+        try Fidelity.reference(path, settings: settings)
+    }
+
+    @Test("The fixture set is present") func fixturesPresent() {
+        #expect(Self.fixtureFiles.count >= 50, "\(TestPaths.fixtures.path) holds \(Self.fixtureFiles.count) images")
+    }
+
+    @Test("Shrink-on-load keeps fidelity and sharpness", arguments: FidelityTests.fixtureFiles)
+    func fidelity(relative: String) throws {
+        try Fidelity.check(TestPaths.fixture(relative))
     }
 
     @Test("Display P3 red comes out as sRGB red (ΔE < 3)")
     func displayP3() throws {
         // Every pixel of this 8×8 PNG is a saturated P3 red outside sRGB's gamut;
         // through its profile it must land on sRGB's red primary.
-        let image = try thumbnail(TestPaths.corpus("edge/icc-display-p3_p3.png"))
+        let image = try thumbnail(TestPaths.fixture("edge/icc-display-p3_p3.png"))
         let pixel = image[40, 40]
         let difference = deltaE(lab(pixel[0], pixel[1], pixel[2]), lab(255, 0, 0))
         #expect(difference < 3, "got \(pixel), ΔE \(difference)")
@@ -199,7 +196,7 @@ struct FidelityTests {
         // ISO 12647-2 (paper types 1–2, FOGRA39) gives the M+Y solid as L* 47, a* 68, b* 48
         // on paper L* 95, a* 0, b* −2; media-relative (relative intent), that is
         // L* 49.84, a* 71.06, b* 50.82.
-        let image = try thumbnail(TestPaths.corpus("edge/tiff-cmyk-fogra39_fogra-0-100-100-0.tif"))
+        let image = try thumbnail(TestPaths.fixture("edge/tiff-cmyk-fogra39_fogra-0-100-100-0.tif"))
         let pixel = image[40, 40]
         let difference = deltaE(lab(pixel[0], pixel[1], pixel[2]), (49.84, 71.06, 50.82))
         #expect(difference < 3, "got \(pixel), ΔE \(difference)")
@@ -218,7 +215,7 @@ struct FidelityTests {
         settings.thumbnail.height = height
         settings.thumbnail.scale = scale
         settings.thumbnail.cornerRadius = radius
-        let path = TestPaths.corpus("photos/Nikon-D3100.jpg")
+        let path = TestPaths.fixture("photos/Nikon-D3100.jpg")
         let image = try thumbnail(path, settings: settings)
         let w = Int(width * scale)
         let h = Int(height * scale)
@@ -248,5 +245,31 @@ struct FidelityTests {
         // Scaling fidelity holds for every geometry.
         let value = psnr(PremultipliedImage(image).blurredRGB(), try reference(path, settings: settings).blurredRGB())
         #expect(value >= 30, "PSNR \(value)")
+    }
+}
+
+/// The corpus-wide sweep, opt-in: `THUMBPIPE_CORPUS=DIR` runs every file of
+/// DIR/edge and DIR/photos. Set but missing or empty, it fails; it never runs
+/// zero cases.
+@Suite(
+    "Image fidelity on the corpus (THUMBPIPE_CORPUS)", .vipsStarted,
+    .enabled(if: TestPaths.corpusFolder != nil, "set THUMBPIPE_CORPUS=DIR to sweep a corpus"))
+struct CorpusFidelityTests {
+    static var files: [String] {
+        get throws {
+            let files = try TestPaths.corpusFiles(["edge", "photos"])
+            print("corpus sweep: \(files.count) files from \(TestPaths.corpusFolder ?? "")")
+            return files
+        }
+    }
+
+    @Test("The corpus is there") func corpusPresent() throws {
+        let files = try TestPaths.corpusFiles(["edge", "photos"])
+        #expect(!files.isEmpty)
+    }
+
+    @Test("Every corpus file: fidelity and sharpness", arguments: try CorpusFidelityTests.files)
+    func fidelity(path: String) throws {
+        try Fidelity.check(path)
     }
 }

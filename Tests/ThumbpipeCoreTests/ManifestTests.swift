@@ -221,9 +221,9 @@ struct ManifestFuzzTests {
                 guard !bytes.isEmpty else { break }
                 let i = Int.random(in: 0..<bytes.count, using: &generator)
                 switch Int.random(in: 0..<4, using: &generator) {
-                case 0: bytes[i] = alphabet.randomElement(using: &generator)!
+                case 0: bytes[i] = alphabet[Int.random(in: alphabet.indices, using: &generator)]
                 case 1: bytes.remove(at: i)
-                case 2: bytes.insert(alphabet.randomElement(using: &generator)!, at: i)
+                case 2: bytes.insert(alphabet[Int.random(in: alphabet.indices, using: &generator)], at: i)
                 default: bytes = Array(bytes.prefix(i))
                 }
             }

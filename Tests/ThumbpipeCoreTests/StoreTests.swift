@@ -10,13 +10,13 @@ struct StoreTests {
         "Stored JPEGs display upright at the source's size and decode fully",
         arguments: [
             ("photos/Canon-EOS-1000D.jpg", 2592, 3888),  // orientation 6
-            ("photos/Leica-T-Typ-701.jpg", 3264, 4928),  // orientation 8
+            ("photos/Leica-T-Typ-701-small.jpg", 816, 1232),  // orientation 8
             ("photos/Nikon-Coolpix-P7000.webp", 2736, 3648),  // WebP, orientation 6
             ("edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", 500, 333),
             ("edge/png-palette-trns_paletted-transparent.png", 300, 225),
         ])
     func uprightAndComplete(relative: String, width: Int, height: Int) throws {
-        let (output, result) = try runManifest([corpusItem(relative, index: 0)])
+        let (output, result) = try runManifest([fixtureItem(relative, index: 0)])
         #expect(result.failures.isEmpty)
         let path = output + "/item-0"
         // The pixels themselves are upright: any viewer shows them right, EXIF-aware or not.
@@ -42,20 +42,20 @@ struct StoreTests {
         low.store.quality = 0.5
         var high = PipelineSettings()
         high.store.quality = 0.95
-        let a = try runManifest([corpusItem(relative, index: 0)], settings: low).output + "/item-0"
-        let b = try runManifest([corpusItem(relative, index: 0)], settings: high).output + "/item-0"
-        let sizeA = try FileManager.default.attributesOfItem(atPath: a)[.size] as! Int
-        let sizeB = try FileManager.default.attributesOfItem(atPath: b)[.size] as! Int
+        let a = try runManifest([fixtureItem(relative, index: 0)], settings: low).output + "/item-0"
+        let b = try runManifest([fixtureItem(relative, index: 0)], settings: high).output + "/item-0"
+        let sizeA = try #require(try FileManager.default.attributesOfItem(atPath: a)[.size] as? Int)
+        let sizeB = try #require(try FileManager.default.attributesOfItem(atPath: b)[.size] as? Int)
         #expect(sizeA < sizeB / 2, "Q50 \(sizeA) B vs Q95 \(sizeB) B")
         // The Q=50 file is close to what libvips itself writes at Q=50.
-        let original = try DecodedTestImage.load(TestPaths.corpus(relative))
+        let original = try DecodedTestImage.load(TestPaths.fixture(relative))
         let stored = try DecodedTestImage.load(a)
         #expect(psnr(original.pixels, stored.pixels) > 30)
     }
 
     @Test("The store JPEG carries libjpeg's Q=50 tables")
     func quantisationTables() throws {
-        let (output, _) = try runManifest([corpusItem("photos/Nikon-D3100.jpg", index: 0)])
+        let (output, _) = try runManifest([fixtureItem("photos/Nikon-D3100.jpg", index: 0)])
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output + "/item-0")))
         // The first DQT segment: at Q=50 libjpeg scales the Annex K tables by 100 %,
         // so luminance starts 16, 11, 12, 14 in zig-zag order.
@@ -74,13 +74,13 @@ struct StoreTests {
 
     @Test("Private metadata is dropped unless the pipeline keeps it")
     func metadata() throws {
-        let photo = "photos/Apple-iPhone-6-plus.jpg"
-        #expect(try imageFields(TestPaths.corpus(photo)).keys.contains { $0.hasPrefix("exif-ifd3") }, "source has GPS")
-        let stripped = try runManifest([corpusItem(photo, index: 0)]).output + "/item-0"
+        let photo = "photos/Apple-iPhone-6-plus-small.jpg"
+        #expect(try imageFields(TestPaths.fixture(photo)).keys.contains { $0.hasPrefix("exif-ifd3") }, "source has GPS")
+        let stripped = try runManifest([fixtureItem(photo, index: 0)]).output + "/item-0"
         #expect(!(try imageFields(stripped)).keys.contains { $0.hasPrefix("exif-ifd3") })
         var keep = PipelineSettings()
         keep.store.keepMetadata = true
-        let kept = try runManifest([corpusItem(photo, index: 0)], settings: keep).output + "/item-0"
+        let kept = try runManifest([fixtureItem(photo, index: 0)], settings: keep).output + "/item-0"
         let fields = try imageFields(kept)
         #expect(fields.keys.contains { $0.hasPrefix("exif-ifd3") })
         #expect(fields["icc-profile-data"] == nil, "the pixels are sRGB now; the source profile would lie")
@@ -91,7 +91,8 @@ struct StoreTests {
         var settings = PipelineSettings()
         settings.store.orientation = .tag
         let path =
-            try runManifest([corpusItem("photos/Canon-EOS-1000D.jpg", index: 0)], settings: settings).output + "/item-0"
+            try runManifest([fixtureItem("photos/Canon-EOS-1000D.jpg", index: 0)], settings: settings).output
+            + "/item-0"
         let stored = try DecodedTestImage.load(path)
         #expect(stored.width == 3888 && stored.height == 2592 && stored.orientation == 6)
         #expect(
@@ -102,7 +103,7 @@ struct StoreTests {
     func failedItemHasNoStoreFile() throws {
         let folder = TestPaths.temporaryFolder("store")
         writeFile(folder, "item-0", "stale")
-        let (_, result) = try runManifest([corpusItem("bad/truncated-jpeg_truncated.jpg", index: 0)], folder: folder)
+        let (_, result) = try runManifest([fixtureItem("bad/truncated-jpeg_truncated.jpg", index: 0)], folder: folder)
         #expect(result.failures.count == 1)
         #expect(result.failures.first?.message.contains("truncated JPEG") == true)
         #expect(!FileManager.default.fileExists(atPath: folder + "/item-0"))

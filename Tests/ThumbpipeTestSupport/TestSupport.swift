@@ -1,3 +1,4 @@
+import CReferenceVips
 import CVips
 import CVipsShim
 import Foundation
@@ -16,17 +17,41 @@ public enum TestPaths {
         fatalError("no Package.swift above \(#filePath)")
     }()
 
-    /// `../shared/corpus` next to the repository.
-    public static let corpus = repository.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    /// `Tests/Fixtures`: the real images every test reads (see its SOURCES.tsv).
+    public static let fixtures = repository.appendingPathComponent("Tests/Fixtures")
 
-    /// A corpus file, e.g. `photos/Nikon-D3100.jpg`.
-    public static func corpus(_ relative: String) -> String { corpus.appendingPathComponent(relative).path }
+    /// A fixture file, e.g. `photos/Nikon-D3100.jpg`. Its absence fails the calling test
+    /// (with the path) when the test opens it.
+    public static func fixture(_ relative: String) -> String { fixtures.appendingPathComponent(relative).path }
 
-    /// Every file in a corpus folder, sorted.
-    public static func corpusFiles(_ folder: String) -> [String] {
-        let dir = corpus.appendingPathComponent(folder).path
+    /// Every fixture in a folder, sorted.
+    public static func fixtureFiles(_ folder: String) -> [String] {
+        let dir = fixtures.appendingPathComponent(folder).path
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-        return names.sorted().map { "\(folder)/\($0)" }
+        return names.sorted().filter { !$0.hasPrefix(".") }.map { "\(folder)/\($0)" }
+    }
+
+    /// The opt-in corpus sweep's folder: `THUMBPIPE_CORPUS`, or nil when the variable is not set.
+    public static var corpusFolder: String? {
+        guard let value = ProcessInfo.processInfo.environment["THUMBPIPE_CORPUS"], !value.isEmpty else { return nil }
+        return URL(fileURLWithPath: value).standardizedFileURL.path
+    }
+
+    /// Every file of the corpus named by `THUMBPIPE_CORPUS` in `folders`, as absolute paths.
+    /// Throws when the variable is set but the folder is missing or holds no file, so an
+    /// opt-in sweep can never turn into zero test cases.
+    public static func corpusFiles(_ folders: [String]) throws -> [String] {
+        guard let root = corpusFolder else { return [] }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw TestImageError(message: "THUMBPIPE_CORPUS=\(root) is not a folder")
+        }
+        let files = folders.flatMap { folder -> [String] in
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)) ?? []
+            return names.sorted().filter { !$0.hasPrefix(".") }.map { root + "/" + folder + "/" + $0 }
+        }
+        if files.isEmpty { throw TestImageError(message: "THUMBPIPE_CORPUS=\(root) holds no file in \(folders)") }
+        return files
     }
 
     /// The `thumbpipe` executable built for the tests.
@@ -36,13 +61,17 @@ public enum TestPaths {
         candidates.append(runner.appendingPathComponent("thumbpipe").path)
         candidates.append(runner.deletingLastPathComponent().appendingPathComponent("thumbpipe").path)
         candidates.append(repository.appendingPathComponent(".build/debug/thumbpipe").path)
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[candidates.count - 1]
     }()
 
     /// A fresh, empty temporary folder.
     public static func temporaryFolder(_ label: String = "test") -> String {
         let path = NSTemporaryDirectory() + "thumbpipe-\(label)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            Issue.record("cannot create \(path): \(error)")
+        }
         return path
     }
 }
@@ -191,7 +220,11 @@ public func runProcess(
 @discardableResult
 public func writeFile(_ folder: String, _ name: String, _ text: String) -> String {
     let path = folder + "/" + name
-    try! Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    do {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    } catch {
+        Issue.record("cannot write \(path): \(error)")
+    }
     return path
 }
 
@@ -244,10 +277,47 @@ public func runManifest(
     return (output, result)
 }
 
-/// A manifest item over a corpus file, keyed by its index.
-public func corpusItem(_ relative: String, index: Int, line: Int? = nil) -> ManifestItem {
+/// A manifest item over a fixture, keyed by its index.
+public func fixtureItem(_ relative: String, index: Int, line: Int? = nil) -> ManifestItem {
     ManifestItem(
         line: line ?? index + 1, itemName: "Item \(index) \(relative)", serialNumber: "SN\(index)",
         valueInDollars: Int32(index * 10), itemKey: "item-\(index)", image: relative,
-        imagePath: TestPaths.corpus(relative))
+        imagePath: TestPaths.fixture(relative))
+}
+
+/// The fidelity reference for `path` at `width × height`: premultiplied RGBA
+/// samples (0…255) from `reference_thumbnail`, which calls libvips directly and
+/// shares no code with ThumbpipeCore.
+public func referenceThumbnail(_ path: String, width: Int, height: Int) throws -> [Double] {
+    var pixels: UnsafeMutablePointer<Float>? = nil
+    var error = [CChar](repeating: 0, count: 1024)
+    guard reference_thumbnail(path, Int32(width), Int32(height), &pixels, &error, error.count) == 0, let pixels else {
+        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        throw TestImageError(message: "reference of \(path) failed: \(message)")
+    }
+    defer { reference_free(pixels) }
+    return (0..<(width * height * 4)).map { Double(pixels[$0]) }
+}
+
+/// A JSON object read from a file; a missing file or a non-object fails the test with the path.
+public func readJSONObject(_ path: String) throws -> [String: Any] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(path) is not a JSON object")
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// The object under `key`, or a failed requirement naming the key.
+    public func object(_ key: String) throws -> [String: Any] {
+        try #require(self[key] as? [String: Any], "\(key) is not an object")
+    }
+
+    /// The array of objects under `key`, or a failed requirement naming the key.
+    public func objects(_ key: String) throws -> [[String: Any]] {
+        try #require(self[key] as? [[String: Any]], "\(key) is not an array of objects")
+    }
+
+    /// The integers of the object under `key`.
+    public func counts(_ key: String) throws -> [String: Int] {
+        try object(key).compactMapValues { $0 as? Int }
+    }
 }

@@ -1,0 +1,18 @@
+#ifndef CREFERENCEVIPS_H
+#define CREFERENCEVIPS_H
+#include <stddef.h>
+
+/// The fidelity tests' reference thumbnail, written straight against libvips and
+/// independent of the product's code: the full decode (no shrink-on-load), turned
+/// upright, converted to sRGB through the embedded profile, premultiplied RGBA as
+/// floats, reduced with a pure Lanczos3 kernel (or enlarged with Lanczos3) so that
+/// it covers width × height, then cropped exactly at the centre.
+/// On success returns 0 and sets *pixels to width × height × 4 floats (0…255,
+/// premultiplied), to be freed with reference_free; on failure returns -1 and
+/// copies libvips's message into error.
+int reference_thumbnail(const char *path, int width, int height, float **pixels, char *error, size_t error_size);
+
+/// Frees what reference_thumbnail returned.
+void reference_free(void *pixels);
+
+#endif
