@@ -2,18 +2,51 @@
 #include <string.h>
 #include <vips/vips.h>
 
-// libvips and its loaders report recoverable oddities (an ignored nclx
-// profile, a bad EXIF tag) through GLib warnings on stderr, which would
-// interleave with thumbpipe's own one-line-per-item diagnostics. Real
-// failures still arrive through the error buffer.
+// libvips and its loaders report recoverable oddities (libjpeg's "Corrupt
+// JPEG data", libpng's CRC and profile complaints, libheif's ignored nclx
+// profile) through GLib warnings. They are collected here, per process, and
+// handed to Swift one item at a time (a worker runs one item at a time), so
+// they reach the report instead of interleaving with thumbpipe's own stderr.
 static void quiet_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
     (void)domain; (void)level; (void)message; (void)data;
+}
+
+static GMutex warnings_lock;
+static GString *warnings = NULL;
+
+static void collect_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)level; (void)data;
+    g_mutex_lock(&warnings_lock);
+    if (!warnings) warnings = g_string_new(NULL);
+    if (warnings->len < 16384) {
+        if (domain && strcmp(domain, "VIPS") != 0) g_string_append_printf(warnings, "%s: ", domain);
+        g_string_append(warnings, message ? message : "");
+        g_string_append_c(warnings, '\n');
+    }
+    g_mutex_unlock(&warnings_lock);
+}
+
+char *CVipsShim_take_warnings(void) {
+    g_mutex_lock(&warnings_lock);
+    char *text = NULL;
+    if (warnings && warnings->len > 0) {
+        text = g_strdup(warnings->str);
+        g_string_truncate(warnings, 0);
+    }
+    g_mutex_unlock(&warnings_lock);
+    return text;
 }
 
 int CVipsShim_init(const char *argv0, int threads_per_image) {
     if (VIPS_INIT(argv0)) return -1;
     if (!g_getenv("THUMBPIPE_VIPS_WARNINGS")) {
-        g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, quiet_log, NULL);
+        // Warnings are collected; libvips's info chatter (what it reduces by) is dropped.
+        GLogLevelFlags levels = G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE;
+        const char *domains[] = {"VIPS", NULL, "GLib-GObject", "GLib"};
+        for (int i = 0; i < 4; i++) {
+            g_log_set_handler(domains[i], levels, collect_log, NULL);
+            g_log_set_handler(domains[i], G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG, quiet_log, NULL);
+        }
     }
     // Batch work: every image is new, so caching operations only costs memory.
     vips_cache_set_max(0);
@@ -21,6 +54,15 @@ int CVipsShim_init(const char *argv0, int threads_per_image) {
     vips_cache_set_max_files(0);
     if (threads_per_image > 0) vips_concurrency_set(threads_per_image);
     return 0;
+}
+
+void CVipsShim_restrict_loaders(const char *const *allowed, int count) {
+    // Loaders libvips marks untrusted (ImageMagick, matload, ...) first, then
+    // every loader, then the allowed ones back: a blocked loader is never even
+    // asked whether it recognises a file.
+    vips_block_untrusted_set(TRUE);
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    for (int i = 0; i < count; i++) vips_operation_block_set(allowed[i], FALSE);
 }
 
 const char *CVipsShim_find_loader(const char *path) {

@@ -58,7 +58,20 @@ struct Arguments {
     /// Every value of a repeatable option.
     mutating func options(_ name: String) throws -> [String] {
         var values: [String] = []
-        while let value = try option(name) { values.append(value) }
+        var i = 0
+        while i < remaining.count {
+            let arg = remaining[i]
+            if arg == name {
+                guard i + 1 < remaining.count else { throw ThumbpipeError(.usage, "\(arg) needs a value") }
+                values.append(remaining[i + 1])
+                remaining.removeSubrange(i...(i + 1))
+            } else if arg.hasPrefix(name + "=") {
+                values.append(String(arg.dropFirst(name.count + 1)))
+                remaining.remove(at: i)
+            } else {
+                i += 1
+            }
+        }
         return values
     }
 

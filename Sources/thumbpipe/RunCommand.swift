@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import ThumbpipeCore
 
 /// `thumbpipe run`: a manifest in, an output folder out.
@@ -14,13 +15,17 @@ enum RunCommand {
         OPTIONS:
           -o, --output DIR          output folder (default: out)
           --pipeline NAME|FILE      pipeline settings (default: homepwner, from pipelines/)
-          -j, --jobs N              worker threads (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
+          -j, --jobs N              worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
           --width PT, --height PT   thumbnail canvas in points
           --scale S                 pixels per point
           --corner-radius PT        corner radius in points
           --quality Q               store JPEG quality, 0-1 (0.5 = libvips Q=50)
           --max-pixels N            refuse sources with more pixels than N
-          --fail-on LEVEL           none, truncated, error or warning (libvips fail_on)
+          --fail-on LEVEL           none, truncated, error or warning (libvips fail_on;
+                                    warning also fails items whose decoders warned)
+          --formats LIST            loaders a source may use (default: jpeg,png,webp,
+                                    heif,tiff,gif; e.g. add svg, jp2k, jxl, magick)
+          --timeout S               seconds one item may take before its worker is killed
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --trace FILE              write a Chrome trace (one span per stage per item, a
                                     track per worker) that opens in Perfetto
@@ -36,10 +41,19 @@ enum RunCommand {
 
         Exit status: 0 all items done, 1 some items failed (listed on stderr and in
         the report), 64 bad command line, 65 bad manifest or pipeline file, 66 input
-        cannot be opened, 73 output cannot be created, 74 read/write failure.
+        cannot be opened, 71 a worker process cannot be started, 73 output cannot be
+        created, 74 read/write failure, 130/143 interrupted by SIGINT/SIGTERM.
+
+        Every source is opened in a worker process: a source that hangs a decoder
+        fails after limits.timeoutSeconds, one that crashes it fails alone, and the
+        run goes on. Sources whose decoders warned are done but listed under
+        "warnings" in the report.
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        // Caught from the very start, so that no moment of a run dies of them
+        // with temporaries left; the run stops at once when they arrive.
+        let signals = SignalCatcher([SIGINT, SIGTERM])
         guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? "homepwner"
@@ -57,7 +71,8 @@ enum RunCommand {
         for (flag, key) in [
             ("--width", "thumbnail.width"), ("--height", "thumbnail.height"), ("--scale", "thumbnail.scale"),
             ("--corner-radius", "thumbnail.cornerRadius"), ("--quality", "store.quality"),
-            ("--max-pixels", "limits.maxPixels"), ("--fail-on", "limits.failOn"),
+            ("--max-pixels", "limits.maxPixels"), ("--fail-on", "limits.failOn"), ("--formats", "limits.formats"),
+            ("--timeout", "limits.timeoutSeconds"),
         ] {
             if let value = try args.option(flag) { overrides.append((key, value)) }
         }
@@ -122,32 +137,27 @@ enum RunCommand {
             manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
             verifyContent: verifyContent)
         let options = RunOptions(outputFolder: output, jobs: jobs)
-        let runner = BatchRunner(manifest: manifest, settings: settings, options: options)
-        runner.plan = plan
-        runner.state = state
-        if let tracePath {
-            runner.trace = try TraceWriter(path: tracePath, workers: jobs)
-        }
         let total = manifest.items.count
-        runner.onFailure = { failure in
-            terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")
-        }
-        runner.onProgress = { done in terminal.progress(done: done, total: total) }
-
+        let hooks = RunHooks(
+            onFailure: { failure in
+                terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")
+            },
+            onWarning: { warning in
+                terminal.diagnostic(
+                    "\(manifestName):\(warning.line): \(warning.source): warning: \(warning.messages.joined(separator: "; "))"
+                )
+            },
+            onProgress: { done in terminal.progress(done: done, total: total) })
+        let runner = BatchRunner(
+            manifest: manifest, settings: settings, options: options, plan: plan, state: state,
+            trace: try tracePath.map { try TraceWriter(path: $0, workers: jobs) }, hooks: hooks)
         let cancel = CancellationFlag()
-        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { cancel.cancel(signal: number) }
-            source.resume()
-            return source
-        }
-        defer { signals.forEach { $0.cancel() } }
+        signals.forward(to: cancel)
 
         let result = try runner.run(cancel: cancel) { result in
-            let report = RunReport.json(
+            let report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            try RunReport.write(report, outputFolder: output)
+            try report.write(outputFolder: output)
             try shardInfo?.write(in: output)
         }
         let counts = result.classes
@@ -160,7 +170,7 @@ enum RunCommand {
         let rate = Double(total) / max(result.seconds, 1e-9)
         terminal.diagnostic(
             "thumbpipe: \(total) items in \(String(format: "%.2f", result.seconds)) s (\(String(format: "%.1f", rate)) items/s): "
-                + "\(result.succeeded) done, \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
+                + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
         )
         return failed > 0 ? 1 : 0
     }
@@ -192,5 +202,52 @@ enum RunCommand {
             printOut("  \(work.itemClass.rawValue)\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))")
         }
         for key in plan.removed { printOut("  removed\t\(key)") }
+    }
+}
+
+/// Catches signals from the moment it is made; once a run has started, passes
+/// them on to its cancellation flag (and any that came earlier, at once).
+final class SignalCatcher {
+    private let sources: [any DispatchSourceSignal]
+    private final class State: Sendable {
+        let value = Mutex<(received: Int32, flag: CancellationFlag?)>((0, nil))
+    }
+    private let state = State()
+
+    init(_ numbers: [Int32]) {
+        var sources: [any DispatchSourceSignal] = []
+        for number in numbers {
+            // libdispatch delivers a signal to its source only when the default action is off.
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            sources.append(source)
+        }
+        self.sources = sources
+        for (number, source) in zip(numbers, sources) {
+            source.setEventHandler { [state] in
+                let flag = state.value.withLock { state -> CancellationFlag? in
+                    if state.received == 0 { state.received = number }
+                    return state.flag
+                }
+                if let flag {
+                    flag.cancel(signal: number)
+                } else {
+                    // Nothing written yet: stop as the shell expects.
+                    exit(128 + number)
+                }
+            }
+            source.resume()
+        }
+    }
+
+    deinit { sources.forEach { $0.cancel() } }
+
+    /// From now on, signals cancel `flag`.
+    func forward(to flag: CancellationFlag) {
+        let received = state.value.withLock { state -> Int32 in
+            state.flag = flag
+            return state.received
+        }
+        if received != 0 { flag.cancel(signal: received) }
     }
 }

@@ -64,6 +64,11 @@ func main() -> Int32 {
     }
 }
 
+if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == Worker.subcommand {
+    // A worker process of a run (see Worker): not a command for users.
+    Allocator.configureForBatchWork()
+    exit(Worker.main())
+}
 Allocator.configureForBatchWork()
 // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
 // reported (exit 74), not kill the process with SIGXFSZ.

@@ -30,7 +30,7 @@ struct CLITests {
 
         let report = try readJSONObject(out + "/.thumbpipe/report.json")
         let counts = try report.counts("counts")
-        #expect(counts == ["items": 4, "succeeded": 2, "failed": 1, "withoutImage": 1])
+        #expect(counts == ["items": 4, "succeeded": 2, "failed": 1, "withoutImage": 1, "withWarnings": 0])
         let failures = try report.objects("failures")
         #expect(failures.count == 1)
         #expect(failures[0]["line"] as? Int == 4 && failures[0]["stage"] as? String == "decode")

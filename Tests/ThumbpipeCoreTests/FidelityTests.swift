@@ -102,7 +102,13 @@ func deltaE(_ a: (Double, Double, Double), _ b: (Double, Double, Double)) -> Dou
 /// The fidelity check shared by the fixture suite and the opt-in corpus sweep:
 /// the thumbnail a run makes, against an independent reference.
 enum Fidelity {
-    static let settings = PipelineSettings()
+    /// Every loader allowed: fidelity is about how a format decodes once a user allows it
+    /// (the default allow-list is checked in the isolation tests).
+    static let settings: PipelineSettings = {
+        var settings = PipelineSettings()
+        settings.limits.formats = ImageFormat.allCases.map(\.rawValue)
+        return settings
+    }()
     /// Files that must fail, and the words their failure must carry (by file name).
     static let expectedFailures = ["huge-20000x14000_giant-image.jpg": "over limits.maxPixels"]
 

@@ -272,7 +272,8 @@ public func runManifest(
         path: output + "/items.jsonl", items: items, warnings: [],
         modificationDate: Date(timeIntervalSince1970: 1_000_000_000))
     let runner = BatchRunner(
-        manifest: manifest, settings: settings, options: RunOptions(outputFolder: output, jobs: jobs))
+        manifest: manifest, settings: settings,
+        options: RunOptions(outputFolder: output, jobs: jobs, workerExecutable: TestPaths.executable))
     let result = try runner.run()
     return (output, result)
 }

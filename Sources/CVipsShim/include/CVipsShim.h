@@ -13,6 +13,14 @@
 #include <stddef.h>
 #include <vips/vips.h>
 
+/// The warnings libvips and its loaders logged since the last call, one per
+/// line, or NULL; free with CVipsShim_free.
+char *CVipsShim_take_warnings(void);
+
+/// Blocks every libvips loader (and every operation libvips marks untrusted)
+/// except the loader classes named in `allowed` (e.g. "VipsForeignLoadJpeg").
+void CVipsShim_restrict_loaders(const char *const *allowed, int count);
+
 /// Starts libvips (vips_init), turns the operation cache off for batch work and
 /// sets libvips's own worker threads per image.
 int CVipsShim_init(const char *argv0, int threads_per_image);

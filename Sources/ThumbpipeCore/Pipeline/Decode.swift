@@ -3,7 +3,7 @@ import CVipsShim
 import Foundation
 
 /// What a source's header says, read without decoding pixels.
-public struct SourceHeader: Sendable {
+public struct SourceHeader: Sendable, Codable {
     /// Stored width and height in pixels (before orientation).
     public var width: Int
     public var height: Int
@@ -51,11 +51,17 @@ public struct Decode: Sendable {
             throw ItemFailure(.decode, "file is \(bytes) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
         }
         try startVips()
+        let allowed = limits.formats.compactMap(ImageFormat.init(rawValue:))
         guard let loader = CVipsShim_find_loader(path) else {
             _ = Vips.takeError(operation: "find_load")
+            if let sniffed = ImageFormat.sniff(Self.head(path)), !allowed.contains(sniffed) {
+                throw Self.notAllowed(sniffed)
+            }
             throw ItemFailure(.decode, "not a supported image (\(Self.sniff(path)))")
         }
-        let format = Self.formatName(loader: String(cString: loader))
+        let loaderName = String(cString: loader)
+        if let loaded = ImageFormat(loader: loaderName), !allowed.contains(loaded) { throw Self.notAllowed(loaded) }
+        let format = Self.formatName(loader: loaderName)
         let image = try load(path, shrink: 1, scale: 1, format: format)
         let header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
@@ -162,9 +168,6 @@ public struct Decode: Sendable {
 
     /// Turns a libvips error into a message a user can act on.
     static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
-        if Watchdog.expired {
-            return ItemFailure(stage, "stopped: took longer than limits.timeoutSeconds")
-        }
         // libvips keeps one error buffer per process: when two items fail at
         // the same moment, one may find it already emptied by the other.
         let text =
@@ -177,6 +180,8 @@ public struct Decode: Sendable {
             || lower.contains("out of data") || lower.contains("not enough data") || lower.contains("read error")
         {
             what = "truncated \(format)"
+        } else if lower.contains("out of memory") {
+            what = "out of memory decoding \(format) (limits.workerMemoryBytes caps a worker)"
         } else if lower.contains("not a known file format") || lower.contains("is not a known") {
             what = "not a supported image"
         } else {
@@ -204,11 +209,21 @@ public struct Decode: Sendable {
         return Int(info.st_size)
     }
 
+    static func notAllowed(_ format: ImageFormat) -> ItemFailure {
+        ItemFailure(.decode, "format \(format.displayName) is not allowed (limits.formats)")
+    }
+
+    /// The first `count` bytes of a file (fewer when it is shorter or unreadable).
+    static func head(_ path: String, count: Int = 512) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        return [UInt8]((try? handle.read(upToCount: count)) ?? Data())
+    }
+
     /// A few words on what an unloadable file looks like, from its first bytes.
     static func sniff(_ path: String) -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return "unreadable" }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 16)) ?? Data())
+        guard FileHandle(forReadingAtPath: path) != nil else { return "unreadable" }
+        let head = Self.head(path, count: 16)
         if head.starts(with: [0xFF, 0xD8]) { return "JPEG signature but unreadable header" }
         if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "PNG signature but damaged" }
         if head.count >= 4,

@@ -1,9 +1,9 @@
 import Foundation
 
 /// Every setting of a run, as a pipeline file (`pipelines/NAME.json`) states it.
-public struct PipelineSettings: Sendable, Equatable {
+public struct PipelineSettings: Sendable, Equatable, Codable {
     /// The thumbnail's geometry and format.
-    public struct Thumbnail: Sendable, Equatable {
+    public struct Thumbnail: Sendable, Equatable, Codable {
         /// Canvas width in points.
         public var width: Double = 40
         /// Canvas height in points.
@@ -26,7 +26,7 @@ public struct PipelineSettings: Sendable, Equatable {
     }
 
     /// The full-size image store.
-    public struct Store: Sendable, Equatable {
+    public struct Store: Sendable, Equatable, Codable {
         /// Encoded format; only `jpeg` is supported.
         public var format: String = "jpeg"
         /// JPEG quality from 0 to 1, as `UIImageJPEGRepresentation` takes it (0.5 → libvips Q=50).
@@ -45,7 +45,7 @@ public struct PipelineSettings: Sendable, Equatable {
     }
 
     /// The item archive.
-    public struct Archive: Sendable, Equatable {
+    public struct Archive: Sendable, Equatable, Codable {
         /// The class name the items are archived under.
         public var className: String = "BNRItem"
         /// The archive's file name in the output folder.
@@ -53,20 +53,28 @@ public struct PipelineSettings: Sendable, Equatable {
     }
 
     /// Limits on what a source may cost.
-    public struct Limits: Sendable, Equatable {
+    public struct Limits: Sendable, Equatable, Codable {
         /// Sources with more pixels than this are refused before decoding (sharp's default).
         public var maxPixels: Int = 268_402_689
         /// How strict decoding is: `none`, `truncated`, `error` or `warning` (libvips's fail_on).
         public var failOn: FailOn = .truncated
         /// Sources larger than this many bytes are refused before decoding; 0 means no limit.
         public var maxFileBytes = 0
-        /// A source whose decoding and encoding take longer than this is stopped
-        /// (libvips's kill flag) and fails; 0 means no limit.
+        /// A source whose item takes a worker longer than this (from opening the
+        /// source to its last output) fails: the worker is killed and replaced.
+        /// 0 means no limit.
         public var timeoutSeconds = 60.0
+        /// The most address space one worker process may use (RLIMIT_AS), so
+        /// one monstrous file fails its item instead of taking the machine;
+        /// 0 means no limit.
+        public var workerMemoryBytes = 0
+        /// The loaders a source may be decoded by (see ``ImageFormat``): the photo
+        /// formats by default. Naming `magick` hands untrusted files to ImageMagick.
+        public var formats: [String] = ImageFormat.photoFormats.map(\.rawValue)
     }
 
     /// How a stored JPEG is made to display upright.
-    public enum StoreOrientation: String, Sendable, CaseIterable {
+    public enum StoreOrientation: String, Sendable, CaseIterable, Codable {
         /// Turn the pixels upright: correct in every viewer.
         case rotate
         /// Keep the stored pixels and write only the EXIF orientation tag: cheaper, but
@@ -75,7 +83,7 @@ public struct PipelineSettings: Sendable, Equatable {
     }
 
     /// libvips's decode strictness levels (VipsFailOn).
-    public enum FailOn: String, Sendable, CaseIterable {
+    public enum FailOn: String, Sendable, CaseIterable, Codable {
         case none, truncated, error, warning
         var vipsValue: Int32 {
             switch self {
@@ -227,8 +235,35 @@ extension PipelineSettings {
             limits.maxFileBytes = Int(n)
         case "limits.timeoutSeconds":
             let n = try number()
-            guard n >= 0 else { throw bad("must be 0 (no limit) or more") }
+            guard n >= 0, n <= 86_400 * 365 else { throw bad("must be 0 (no limit) to 31536000 seconds") }
             limits.timeoutSeconds = n
+        case "limits.workerMemoryBytes":
+            let n = try number()
+            guard n >= 0, n == n.rounded(), n < 9e18 else { throw bad("must be a whole number, 0 for no limit") }
+            guard n == 0 || n >= 64 * 1_048_576 else { throw bad("must be 0 (no limit) or at least 67108864 (64 MiB)") }
+            limits.workerMemoryBytes = Int(n)
+        case "limits.formats":
+            let names: [String]
+            switch value {
+            case .array(let elements):
+                names = try elements.map { element in
+                    guard case .string(let s) = element else { throw bad("must be a list of format names") }
+                    return s
+                }
+            case .string(let s): names = s.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            default: throw bad("must be a list of format names")
+            }
+            var formats: [String] = []
+            for name in names where !name.isEmpty {
+                guard let format = ImageFormat(rawValue: name.lowercased()) else {
+                    throw bad(
+                        "names an unknown format '\(name)' (known: \(ImageFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+                if !formats.contains(format.rawValue) { formats.append(format.rawValue) }
+            }
+            guard !formats.isEmpty else { throw bad("must name at least one format") }
+            limits.formats = formats
         case "limits.failOn":
             let s = try string()
             guard let level = FailOn(rawValue: s) else {
@@ -280,7 +315,8 @@ extension PipelineSettings {
             "archive": ["className": archive.className, "fileName": archive.fileName],
             "limits": [
                 "maxPixels": limits.maxPixels, "failOn": limits.failOn.rawValue, "maxFileBytes": limits.maxFileBytes,
-                "timeoutSeconds": limits.timeoutSeconds,
+                "timeoutSeconds": limits.timeoutSeconds, "workerMemoryBytes": limits.workerMemoryBytes,
+                "formats": limits.formats,
             ] as [String: Any],
         ]
     }

@@ -17,7 +17,7 @@ public enum Stage: String, Sendable, CaseIterable, Codable {
 }
 
 /// Why one item's image could not be processed; the run goes on without it.
-public struct ItemFailure: Error, Sendable, CustomStringConvertible {
+public struct ItemFailure: Error, Sendable, Codable, CustomStringConvertible {
     /// The stage that failed.
     public var stage: Stage
     /// One line a user can act on, e.g. `truncated JPEG (Premature end of JPEG file)`.

@@ -1,60 +1,118 @@
 import Foundation
 
-/// Writes `.thumbpipe/report.json`: counts, settings, per-stage timings,
-/// throughput, peak RSS and every failure.
-public enum RunReport {
+/// `.thumbpipe/report.json`: counts, settings, per-stage timings, throughput,
+/// memory, every failure and every warning. `run` writes it, `merge` sums the
+/// parts' into one, and tests read it, all through this one type.
+public struct RunReport: Sendable, Codable {
     /// thumbpipe's version, as `--version` prints it.
     public static let version = "0.1.0"
 
-    /// The report as a JSON object.
-    public static func json(
+    public struct Counts: Sendable, Codable, Equatable {
+        public var items = 0
+        public var succeeded = 0
+        public var failed = 0
+        public var withoutImage = 0
+        /// Items made despite decoder warnings (counted in `succeeded` too).
+        public var withWarnings = 0
+    }
+
+    public struct Throughput: Sendable, Codable {
+        public var seconds = 0.0
+        public var itemsPerSecond = 0.0
+        public var imagesPerSecond = 0.0
+        public var sourceMegabytesPerSecond = 0.0
+    }
+
+    /// Peak resident memory, in bytes.
+    public struct Memory: Sendable, Codable {
+        /// The parent: manifest, archive, state.
+        public var parentPeakRSSBytes = 0
+        /// The largest single worker.
+        public var largestWorkerPeakRSSBytes = 0
+        /// The workers' peaks added over the worker slots: the most they can have held at one time.
+        public var workersPeakRSSBytes = 0
+    }
+
+    public struct Incremental: Sendable, Codable {
+        public var new = 0
+        public var changed = 0
+        public var unchanged = 0
+        public var removed = 0
+        public var decoded = 0
+        public var timeSavedSeconds = 0.0
+    }
+
+    public var thumbpipeVersion = RunReport.version
+    public var manifest: String?
+    public var output: String?
+    public var jobs: Int?
+    /// The parts a merged report was summed from.
+    public var mergedFrom: [String]?
+    public var counts = Counts()
+    public var settings: PipelineSettings?
+    public var stages: [String: StageTimings.Summary] = [:]
+    public var throughput = Throughput()
+    /// Parent plus workers: ``Memory/parentPeakRSSBytes`` + ``Memory/workersPeakRSSBytes``.
+    public var peakRSSBytes = 0
+    public var memory = Memory()
+    public var incremental = Incremental()
+    public var failures: [FailureRecord] = []
+    public var warnings: [WarningRecord] = []
+
+    /// An empty report.
+    public init() {}
+
+    /// The report of a finished run.
+    public init(
         result: RunResult, manifest: Manifest, settings: PipelineSettings, options: RunOptions, timings: StageTimings
-    ) -> [String: Any] {
+    ) {
         let seconds = max(result.seconds, 1e-9)
-        return [
-            "thumbpipeVersion": version,
-            "manifest": manifest.path,
-            "output": options.outputFolder,
-            "jobs": options.jobs,
-            "counts": [
-                "items": result.total,
-                "succeeded": result.succeeded,
-                "failed": result.failures.count,
-                "withoutImage": result.withoutImage,
-            ],
-            "settings": settings.summary,
-            "stages": timings.summary(),
-            "throughput": [
-                "seconds": StageTimings.round(result.seconds),
-                "itemsPerSecond": StageTimings.round(Double(result.total) / seconds),
-                "imagesPerSecond": StageTimings.round(Double(result.succeeded + result.failures.count) / seconds),
-                "sourceMegabytesPerSecond": StageTimings.round(Double(result.sourceBytes) / 1e6 / seconds),
-            ],
-            "peakRSSBytes": ProcessMemory.peakResidentBytes(),
-            "incremental": [
-                "new": result.classes[.new] ?? 0, "changed": result.classes[.changed] ?? 0,
-                "unchanged": result.classes[.unchanged] ?? 0, "removed": result.classes[.removed] ?? 0,
-                "decoded": result.decodedItems, "timeSavedSeconds": StageTimings.round(result.timeSavedSeconds),
-            ],
-            "failures": result.failures.map { failure in
-                [
-                    "line": failure.line,
-                    "itemKey": failure.itemKey,
-                    "itemName": failure.itemName,
-                    "source": failure.source,
-                    "stage": failure.stage.rawValue,
-                    "message": failure.message,
-                ] as [String: Any]
-            },
-        ]
+        self.manifest = manifest.path
+        output = options.outputFolder
+        jobs = options.jobs
+        counts = Counts(
+            items: result.total, succeeded: result.succeeded, failed: result.failures.count,
+            withoutImage: result.withoutImage, withWarnings: result.warnings.count)
+        self.settings = settings
+        stages = timings.summary()
+        throughput = Throughput(
+            seconds: StageTimings.round(result.seconds),
+            itemsPerSecond: StageTimings.round(Double(result.total) / seconds),
+            imagesPerSecond: StageTimings.round(Double(result.decodedItems) / seconds),
+            sourceMegabytesPerSecond: StageTimings.round(Double(result.sourceBytes) / 1e6 / seconds))
+        memory = Memory(
+            parentPeakRSSBytes: result.parentPeakRSSBytes, largestWorkerPeakRSSBytes: result.largestWorkerPeakRSSBytes,
+            workersPeakRSSBytes: result.workersPeakRSSBytes)
+        peakRSSBytes = result.parentPeakRSSBytes + result.workersPeakRSSBytes
+        incremental = Incremental(
+            new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0,
+            unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,
+            decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds))
+        failures = result.failures
+        warnings = result.warnings
+    }
+
+    /// Reads a report file.
+    /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) when it is not a report.
+    public static func read(_ path: String) throws -> RunReport {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ThumbpipeError(.noInput, "\(path): cannot read")
+        }
+        do {
+            return try JSONDecoder().decode(RunReport.self, from: data)
+        } catch {
+            throw ThumbpipeError(.dataError, "\(path): not a thumbpipe report (\(error))")
+        }
     }
 
     /// Writes the report atomically to `OUT/.thumbpipe/report.json`.
     /// - Throws: ``ThumbpipeError`` (74) when it cannot be written.
-    public static func write(_ report: [String: Any], outputFolder: String) throws {
+    public func write(outputFolder: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data: Data
         do {
-            data = try JSONSerialization.data(withJSONObject: report, options: [.prettyPrinted, .sortedKeys])
+            data = try encoder.encode(self)
         } catch {
             throw ThumbpipeError(.software, "cannot encode the report: \(error)")
         }

@@ -2,9 +2,9 @@ import Dispatch
 
 /// The stage spans of one task: what ran, when and for how long, for the
 /// report's timings and the Chrome trace.
-public struct Spans: Sendable {
+public struct Spans: Sendable, Codable {
     /// One stage's run.
-    public struct Span: Sendable {
+    public struct Span: Sendable, Codable {
         /// The stage.
         public var stage: Stage
         /// Start and end, in nanoseconds of the monotonic clock.
@@ -27,6 +27,9 @@ public struct Spans: Sendable {
         defer { all.append(Span(stage: stage, start: start, end: Self.now)) }
         return try body()
     }
+
+    /// Adds another record's spans after these.
+    public mutating func append(_ other: Spans) { all.append(contentsOf: other.all) }
 
     /// Seconds per stage, summed.
     public var totals: [Stage: Double] {

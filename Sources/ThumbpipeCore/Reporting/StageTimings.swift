@@ -41,10 +41,30 @@ public final class StageTimings: Sendable {
         }
     }
 
+    /// One stage's figures in a report.
+    public struct Summary: Sendable, Codable, Equatable {
+        /// How many items ran the stage.
+        public var count: Int
+        /// Median and 95th percentile in milliseconds (absent in a merged report).
+        public var p50Ms: Double?
+        public var p95Ms: Double?
+        /// The slowest item's time in milliseconds.
+        public var maxMs: Double
+        /// All items' time in seconds.
+        public var totalSeconds: Double
+
+        /// Adds another part's figures (percentiles cannot be added, so they go).
+        public func merged(with other: Summary) -> Summary {
+            Summary(
+                count: count + other.count, p50Ms: nil, p95Ms: nil, maxMs: max(maxMs, other.maxMs),
+                totalSeconds: StageTimings.round(totalSeconds + other.totalSeconds))
+        }
+    }
+
     /// Per stage: count, p50, p95 and max in milliseconds, and the total in seconds.
-    public func summary() -> [String: Any] {
+    public func summary() -> [String: Summary] {
         histograms.withLock { all in
-            var result: [String: Any] = [:]
+            var result: [String: Summary] = [:]
             for (stage, histogram) in all where histogram.count > 0 {
                 let sorted = histogram.buckets.sorted { $0.key < $1.key }
                 func percentile(_ p: Double) -> Double {
@@ -56,14 +76,10 @@ public final class StageTimings: Sendable {
                     }
                     return histogram.maximum
                 }
-                result[stage.rawValue] =
-                    [
-                        "count": histogram.count,
-                        "p50Ms": Self.round(percentile(0.5) * 1000),
-                        "p95Ms": Self.round(percentile(0.95) * 1000),
-                        "maxMs": Self.round(histogram.maximum * 1000),
-                        "totalSeconds": Self.round(histogram.total),
-                    ] as [String: Any]
+                result[stage.rawValue] = Summary(
+                    count: histogram.count, p50Ms: Self.round(percentile(0.5) * 1000),
+                    p95Ms: Self.round(percentile(0.95) * 1000), maxMs: Self.round(histogram.maximum * 1000),
+                    totalSeconds: Self.round(histogram.total))
             }
             return result
         }

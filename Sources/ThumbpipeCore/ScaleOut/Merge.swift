@@ -123,26 +123,34 @@ public enum Merge {
         return false
     }
 
-    /// Sums the parts' reports into the output's.
+    /// Sums the parts' reports into the output's: counts, stages, memory
+    /// (the largest part's), failures and warnings.
     static func mergeReports(parts: [String], output: String) throws {
-        var counts: [String: Int] = [:]
-        var failures: [[String: Any]] = []
-        var seconds = 0.0
-        var settings: Any = [:]
+        var merged = RunReport()
+        merged.mergedFrom = parts
         for part in parts {
-            guard let data = FileManager.default.contents(atPath: part + "/.thumbpipe/report.json"),
-                let report = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-            else { continue }
-            for (key, value) in report["counts"] as? [String: Int] ?? [:] { counts[key, default: 0] += value }
-            failures += report["failures"] as? [[String: Any]] ?? []
-            seconds = max(seconds, (report["throughput"] as? [String: Any])?["seconds"] as? Double ?? 0)
-            settings = report["settings"] ?? settings
+            guard let report = try? RunReport.read(part + "/.thumbpipe/report.json") else { continue }
+            merged.counts.items += report.counts.items
+            merged.counts.succeeded += report.counts.succeeded
+            merged.counts.failed += report.counts.failed
+            merged.counts.withoutImage += report.counts.withoutImage
+            merged.counts.withWarnings += report.counts.withWarnings
+            merged.failures += report.failures
+            merged.warnings += report.warnings
+            merged.settings = merged.settings ?? report.settings
+            merged.throughput.seconds = max(merged.throughput.seconds, report.throughput.seconds)
+            for (stage, summary) in report.stages {
+                merged.stages[stage] = merged.stages[stage].map { $0.merged(with: summary) } ?? summary
+            }
+            merged.peakRSSBytes = max(merged.peakRSSBytes, report.peakRSSBytes)
+            merged.memory.parentPeakRSSBytes = max(merged.memory.parentPeakRSSBytes, report.memory.parentPeakRSSBytes)
+            merged.memory.workersPeakRSSBytes = max(
+                merged.memory.workersPeakRSSBytes, report.memory.workersPeakRSSBytes)
+            merged.memory.largestWorkerPeakRSSBytes = max(
+                merged.memory.largestWorkerPeakRSSBytes, report.memory.largestWorkerPeakRSSBytes)
         }
-        failures.sort { ($0["line"] as? Int ?? 0) < ($1["line"] as? Int ?? 0) }
-        let merged: [String: Any] = [
-            "thumbpipeVersion": RunReport.version, "mergedFrom": parts, "counts": counts, "failures": failures,
-            "settings": settings, "throughput": ["slowestPartSeconds": seconds],
-        ]
-        try RunReport.write(merged, outputFolder: output)
+        merged.failures.sort { $0.line < $1.line }
+        merged.warnings.sort { $0.line < $1.line }
+        try merged.write(outputFolder: output)
     }
 }

@@ -5,21 +5,30 @@ import Synchronization
 public struct RunOptions: Sendable {
     /// The output folder (created when missing).
     public var outputFolder: String
-    /// Worker threads; each runs one libvips pipeline at a time.
+    /// Worker processes; each runs one item at a time.
     public var jobs: Int
     /// Items that may be in flight ahead of the archive writer; bounds memory.
     public var window: Int
+    /// The `thumbpipe` executable the workers run (`thumbpipe __worker`).
+    public var workerExecutable: String
 
-    /// Creates options; `window` defaults to four items per job.
-    public init(outputFolder: String, jobs: Int, window: Int? = nil) {
+    /// Creates options; `window` defaults to four items per job, the worker
+    /// executable to this process's own.
+    public init(outputFolder: String, jobs: Int, window: Int? = nil, workerExecutable: String? = nil) {
         self.outputFolder = outputFolder
         self.jobs = max(1, jobs)
         self.window = max(2, window ?? 4 * max(1, jobs))
+        self.workerExecutable = workerExecutable ?? Self.currentExecutable
+    }
+
+    /// This process's executable, as the kernel knows it.
+    public static var currentExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 }
 
 /// One item that could not be processed.
-public struct FailureRecord: Sendable {
+public struct FailureRecord: Sendable, Codable {
     /// The manifest line of the item.
     public var line: Int
     /// The item's key.
@@ -34,6 +43,18 @@ public struct FailureRecord: Sendable {
     public var message: String
 }
 
+/// One item that was made, but whose decoders warned (corrupt data, bad CRCs…).
+public struct WarningRecord: Sendable, Codable {
+    /// The item's key.
+    public var itemKey: String
+    /// The manifest line of the item.
+    public var line: Int
+    /// The image path as the manifest wrote it.
+    public var source: String
+    /// The decoders' messages, each once.
+    public var messages: [String]
+}
+
 /// What a finished run did.
 public struct RunResult: Sendable {
     /// Items in the manifest.
@@ -44,6 +65,8 @@ public struct RunResult: Sendable {
     public var withoutImage: Int
     /// Items whose image failed, in manifest order.
     public var failures: [FailureRecord]
+    /// Items made despite decoder warnings, in manifest order.
+    public var warnings: [WarningRecord] = []
     /// Wall time of the run in seconds.
     public var seconds: Double
     /// Source bytes read for thumbnails and stores.
@@ -54,123 +77,87 @@ public struct RunResult: Sendable {
     public var decodedItems = 0
     /// What the reused items took when they were made, in seconds.
     public var timeSavedSeconds = 0.0
+    /// Peak resident memory of the parent process.
+    public var parentPeakRSSBytes = 0
+    /// Peak resident memory of the largest worker.
+    public var largestWorkerPeakRSSBytes = 0
+    /// The workers' peak resident memory, added over the worker slots: the most
+    /// they can have held at one time.
+    public var workersPeakRSSBytes = 0
 }
 
-/// Set from a signal handler to stop a run cleanly.
-public final class CancellationFlag: Sendable {
-    private let flag = Atomic<Int32>(0)
-    /// Creates an unset flag.
-    public init() {}
-    /// Requests a stop, recording the signal number.
-    public func cancel(signal: Int32) { flag.store(signal, ordering: .relaxed) }
-    /// The signal that stopped the run, or 0.
-    public var signal: Int32 { flag.load(ordering: .relaxed) }
-}
+/// Callbacks from a run, called in manifest order from the thread that writes the archive.
+public struct RunHooks: Sendable {
+    /// Once per failed item.
+    public var onFailure: (@Sendable (FailureRecord) -> Void)?
+    /// Once per item made with decoder warnings.
+    public var onWarning: (@Sendable (WarningRecord) -> Void)?
+    /// After each item, with the number archived so far.
+    public var onProgress: (@Sendable (Int) -> Void)?
 
-/// How one item's source is decoded.
-public enum DecodePlan: String, Sendable {
-    /// One streaming full decode makes the store file; the thumbnail is then
-    /// made from that file with shrink-on-load. Its Q=50 JPEG is a fraction of
-    /// the source's size, so the second, 1/8-scale decode is cheap, and the
-    /// file is already sRGB and upright.
-    case fromStore
-    /// One full decode into memory feeds both the store and the thumbnail.
-    case once
-    /// A streaming full decode for the store, and a separate shrink-on-load
-    /// decode of the source for the thumbnail (as a separate task, so the two overlap).
-    case twice
-
-    /// Sources larger than this (in pixels) are never held in memory whole.
-    public static let inMemoryLimit = 30_000_000
-
-    /// The plan that measured fastest for a source (see the README): from the
-    /// store file for opaque sources, which needs one full decode and no
-    /// in-memory copy; one in-memory decode for sources with alpha (the store
-    /// JPEG has none to give) up to ``inMemoryLimit``; two streaming decodes
-    /// otherwise. The store must be at least Q=50 to feed a thumbnail.
-    /// `THUMBPIPE_DECODE=fromStore|once|twice` forces a plan where it is possible, for measuring.
-    /// The plan `THUMBPIPE_DECODE` forces, read once rather than per item.
-    private static let forcedPlan = ProcessInfo.processInfo.environment["THUMBPIPE_DECODE"].flatMap(DecodePlan.init)
-
-    public static func choose(for header: SourceHeader, store: PipelineSettings.Store) -> DecodePlan {
-        let fits = header.width * header.height <= inMemoryLimit
-        let storeCanFeed = !header.hasAlpha && store.quality >= 0.5
-        if let forced = forcedPlan {
-            switch forced {
-            case .fromStore where storeCanFeed, .twice: return forced
-            case .once where fits: return forced
-            default: break
-            }
-        }
-        if storeCanFeed { return .fromStore }
-        return fits ? .once : .twice
+    /// Creates hooks.
+    public init(
+        onFailure: (@Sendable (FailureRecord) -> Void)? = nil, onWarning: (@Sendable (WarningRecord) -> Void)? = nil,
+        onProgress: (@Sendable (Int) -> Void)? = nil
+    ) {
+        self.onFailure = onFailure
+        self.onWarning = onWarning
+        self.onProgress = onProgress
     }
 }
 
-/// Runs a manifest through the pipeline on a bounded pool of worker threads.
-///
-/// Each item starts as one task that reads the header and picks a
-/// ``DecodePlan``: with `.once` it decodes once and writes both outputs; with
-/// `.twice` it queues the store as a separate task, which the next free worker
-/// takes at once, and makes the thumbnail, so the two overlap. Items in flight
-/// are capped by ``RunOptions/window`` (memory does not grow with the
-/// manifest); finished items go to the archive in manifest order.
-public final class BatchRunner: @unchecked Sendable {
+/// Set from a signal handler to stop a run at once.
+public final class CancellationFlag: Sendable {
+    private let flag = Atomic<Int32>(0)
+    private let handlers = Mutex<[@Sendable () -> Void]>([])
+    /// Creates an unset flag.
+    public init() {}
+    /// Requests a stop, recording the signal number, and runs the registered handlers.
+    public func cancel(signal: Int32) {
+        flag.store(signal, ordering: .relaxed)
+        for handler in handlers.withLock({ $0 }) { handler() }
+    }
+    /// The signal that stopped the run, or 0.
+    public var signal: Int32 { flag.load(ordering: .relaxed) }
+    /// Runs `handler` on cancel (at once if already cancelled).
+    func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        handlers.withLock { $0.append(handler) }
+        if signal != 0 { handler() }
+    }
+}
+
+/// Runs a manifest through the pipeline: `jobs` slots, each driving one
+/// worker process through ``Supervisor``, an ``OrderedSink`` that writes the
+/// archive and the state in manifest order, and the incremental plan deciding
+/// per item what is redone.
+public final class BatchRunner: Sendable {
     private let manifest: Manifest
     private let settings: PipelineSettings
     private let options: RunOptions
-    private let thumbnailer: Thumbnailer
+    private let plan: IncrementalPlan?
+    private let state: RunState?
+    private let trace: TraceWriter?
+    private let hooks: RunHooks
     private let store: ImageStore
     /// The per-stage timings of this run.
     public let timings = StageTimings()
-    /// Called (from a worker) once per failed item, in manifest order.
-    public var onFailure: (@Sendable (FailureRecord) -> Void)?
-    /// Called (from a worker) after each item, with the number done so far.
-    public var onProgress: (@Sendable (Int) -> Void)?
-    /// Where stage spans go, when a trace was asked for.
-    public var trace: TraceWriter?
-    /// The incremental plan: what to redo per item; nil redoes everything.
-    public var plan: IncrementalPlan?
-    /// Where finished items are recorded, so later runs (and a resumed one) can skip them.
-    public var state: RunState?
-
-    private struct Slot {
-        var pending = 1
-        var thumbnail: Result<Data, ItemFailure>?
-        var header: SourceHeader?
-        var storeFile: Result<TemporaryFile, ItemFailure>?
-        var spans: [Stage: Double] = [:]
-        var ready: ArchivedItem?
-        var failure: FailureRecord?
-        var bytesRead: Int64 = 0
-        /// The date reused from the previous run, when the source was not opened.
-        var reusedDate: Double?
-        /// Whether the source's pixels were decoded.
-        var decoded = false
-        /// Whether any output was made in this run (so the state must record it).
-        var redone = false
-    }
-
-    private let condition = NSCondition()
-    private var slots: [Int: Slot] = [:]
-    /// Store tasks queued by `.twice` items, taken before new items start.
-    private var storeTasks: [(index: Int, header: SourceHeader)] = []
-    private var cursor = 0
-    private var nextToWrite = 0
-    private var fatal: (any Error)?
-    private var failures: [FailureRecord] = []
-    private var succeeded = 0
-    private var sourceBytes: Int64 = 0
-    private var writer: KeyedArchiveWriter?
-    private var archiveSeconds = 0.0
-    private var decodedItems = 0
 
     /// Prepares a run of `manifest` with `settings`.
-    public init(manifest: Manifest, settings: PipelineSettings, options: RunOptions) {
+    /// - Parameters:
+    ///   - plan: what to redo per item; nil redoes everything.
+    ///   - state: where finished items are recorded, so later runs (and a resumed one) can skip them.
+    ///   - trace: where stage spans go, when a trace was asked for.
+    public init(
+        manifest: Manifest, settings: PipelineSettings, options: RunOptions, plan: IncrementalPlan? = nil,
+        state: RunState? = nil, trace: TraceWriter? = nil, hooks: RunHooks = RunHooks()
+    ) {
         self.manifest = manifest
         self.settings = settings
         self.options = options
-        thumbnailer = Thumbnailer(settings: settings)
+        self.plan = plan
+        self.state = state
+        self.trace = trace
+        self.hooks = hooks
         store = ImageStore(folder: options.outputFolder, settings: settings.store)
     }
 
@@ -194,42 +181,55 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Runs every item; writes store files, then the report, then `items.archive`.
     /// - Parameters:
-    ///   - cancel: checked between tasks; a set flag stops the run and leaves nothing partial.
+    ///   - cancel: a set flag kills the workers at once and leaves nothing partial.
     ///   - writeReport: called with the result before the archive is renamed into place.
-    /// - Throws: ``ThumbpipeError`` for failures of the run itself (73/74), or
+    /// - Throws: ``ThumbpipeError`` for failures of the run itself (71/73/74), or
     ///   ``RunCancelled`` when `cancel` was set.
     public func run(cancel: CancellationFlag = CancellationFlag(), writeReport: (RunResult) throws -> Void = { _ in })
         throws -> RunResult
     {
-        try Vips.start()
         let started = Spans.now
         try Self.prepareOutputFolder(options.outputFolder)
-        let archivePath = options.outputFolder + "/" + settings.archive.fileName
-        let writer = try KeyedArchiveWriter(
-            path: archivePath, className: settings.archive.className, itemCount: manifest.items.count)
-        self.writer = writer
+        let supervisor = try Supervisor(
+            executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
+        let dispenser = Dispenser(count: manifest.items.count, window: options.window)
+        let sink = OrderedSink(
+            writer: try KeyedArchiveWriter(
+                path: options.outputFolder + "/" + settings.archive.fileName, className: settings.archive.className,
+                itemCount: manifest.items.count),
+            state: state, timings: timings, hooks: hooks, dispenser: dispenser)
+        let fatal = Mutex<(any Error)?>(nil)
+        cancel.onCancel {
+            dispenser.stop()
+            supervisor.cancel()
+        }
         let done = DispatchGroup()
-        for worker in 0..<options.jobs {
+        for slot in 0..<options.jobs {
             done.enter()
             let thread = Thread { [self] in
-                work(worker: worker, cancel: cancel)
-                done.leave()
+                defer { done.leave() }
+                while let index = dispenser.next() {
+                    do {
+                        try sink.deliver(try process(index, slot: slot, supervisor: supervisor))
+                    } catch {
+                        fatal.withLock { if $0 == nil { $0 = error } }
+                        dispenser.stop()
+                    }
+                }
             }
-            thread.name = "thumbpipe-worker-\(worker + 1)"
-            thread.stackSize = 8 << 20
+            thread.name = "thumbpipe-slot-\(slot + 1)"
             thread.start()
         }
         done.wait()
+        supervisor.shutDown()
 
-        if cancel.signal != 0 || fatal != nil {
-            for slot in slots.values {
-                if case .success(let file) = slot.storeFile { file.discard() }
-            }
-            writer.abandon()
+        let failure: (any Error)? = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : fatal.withLock { $0 }
+        if let error = failure {
+            sink.abandonArchive()
             trace?.abandon()
             try? state?.commit()
-            if let fatal { throw fatal }
-            throw RunCancelled(signal: cancel.signal)
+            TemporaryFile.removeStale(in: options.outputFolder)
+            throw error
         }
         if let plan {
             // Items gone from the manifest lose their store file, as deleteImageForKey: does.
@@ -237,11 +237,15 @@ public final class BatchRunner: @unchecked Sendable {
             try state?.remove(keys: plan.removed)
         }
         try state?.commit()
+        let totals = sink.totals
         var result = RunResult(
-            total: manifest.items.count, succeeded: succeeded,
-            withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: failures,
-            seconds: Double(Spans.now - started) / 1e9, sourceBytes: sourceBytes)
-        result.decodedItems = decodedItems
+            total: manifest.items.count, succeeded: totals.succeeded,
+            withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: totals.failures,
+            warnings: totals.warnings, seconds: Double(Spans.now - started) / 1e9, sourceBytes: totals.sourceBytes)
+        result.decodedItems = totals.decodedItems
+        result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
+        result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
+        result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
         if let plan {
             result.classes = plan.counts
             result.timeSavedSeconds = plan.work.filter { $0.itemClass == .unchanged }.reduce(0) {
@@ -250,13 +254,13 @@ public final class BatchRunner: @unchecked Sendable {
         } else {
             result.classes = [.new: manifest.items.count]
         }
-        timings.record([.archive: archiveSeconds])
+        timings.record([.archive: totals.archiveSeconds])
         do {
             try writeReport(result)
             try trace?.finish()
-            try writer.finish()
+            try sink.finishArchive()
         } catch {
-            writer.abandon()
+            sink.abandonArchive()
             throw error
         }
         TemporaryFile.syncFolder(options.outputFolder)
@@ -264,296 +268,109 @@ public final class BatchRunner: @unchecked Sendable {
         return result
     }
 
-    // MARK: - Workers
+    // MARK: - One item
 
-    private enum Task {
-        case item(Int)
-        case store(Int, SourceHeader)
-    }
-
-    /// Takes the next task: a queued store first, then the next item if the window allows.
-    /// Called with the lock held; nil when there is nothing left to start.
-    private func nextTask(cancel: CancellationFlag) -> Task? {
-        while cancel.signal == 0 && fatal == nil {
-            if !storeTasks.isEmpty {
-                let task = storeTasks.removeFirst()
-                return .store(task.index, task.header)
-            }
-            guard cursor < manifest.items.count else {
-                // Nothing new to start, but a running item may still queue its store.
-                if slots.values.contains(where: { $0.pending > 0 }) {
-                    condition.wait()
-                    continue
-                }
-                return nil
-            }
-            if cursor >= nextToWrite + options.window {
-                condition.wait()
-                continue
-            }
-            let index = cursor
-            cursor += 1
-            slots[index] = Slot()
-            return .item(index)
-        }
-        return nil
-    }
-
-    private func work(worker: Int, cancel: CancellationFlag) {
-        condition.lock()
-        defer {
-            condition.broadcast()
-            condition.unlock()
-        }
-        while let task = nextTask(cancel: cancel) {
-            condition.unlock()
-            var spans = Spans()
-            let (index, update) = Watchdog.withDeadline(seconds: settings.limits.timeoutSeconds) {
-                () -> (Int, (inout Slot) -> Void) in
-                switch task {
-                case .item(let i): return (i, runItem(i, spans: &spans))
-                case .store(let i, let header): return (i, runStore(i, header: header, spans: &spans))
-                }
-            }
-            let item = manifest.items[index]
-            trace?.record(spans, worker: worker, itemKey: item.itemKey, line: item.line)
-            condition.lock()
-            var slot = slots[index]!
-            update(&slot)
-            slot.pending -= 1
-            slot.spans.merge(spans.totals, uniquingKeysWith: +)
-            slots[index] = slot
-            condition.broadcast()
-            if slot.pending == 0 && fatal == nil {
-                condition.unlock()
-                var finishSpans = Spans()
-                let finished = finish(item, slot, work: plan?.work[index], spans: &finishSpans)
-                trace?.record(finishSpans, worker: worker, itemKey: item.itemKey, line: item.line)
-                condition.lock()
-                slots[index] = finished
-                drain()
-            }
-        }
-    }
-
-    /// The first task of an item: header, plan, and the work the plan gives this task.
-    private func runItem(_ index: Int, spans: inout Spans) -> (inout Slot) -> Void {
+    /// Makes one item ready for the archive: reuses what the plan keeps, has a
+    /// worker make the rest, and puts its store file in place.
+    private func process(_ index: Int, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
         let item = manifest.items[index]
-        guard let path = item.imagePath else {
-            let ready = archived(item, date: manifest.modificationDate, png: nil)
-            return { $0.ready = ready }
-        }
         let work = plan?.work[index]
+        guard let path = item.imagePath else {
+            let archived = archived(item, date: manifest.modificationDate, png: nil)
+            let record =
+                state == nil ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
+            return FinishedItem(index: index, archived: archived, record: record, hasImage: false)
+        }
         let needsThumbnail = work?.needsThumbnail ?? true
         let needsStore = work?.needsStore ?? true
         // Whatever is not redone comes from the previous run.
         var reused: Result<Data, ItemFailure>? = nil
         if let previous = work?.previous, !needsThumbnail {
-            if let failure = previous.failure {
-                let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
-                let stage = Stage(rawValue: parts[0]) ?? .decode
-                reused = .failure(
-                    ItemFailure(stage, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure))
-            } else if let png = try? state?.thumbnail(forKey: item.itemKey) {
-                reused = .success(png)
-            } else {
-                reused = .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
-            }
+            reused = reusedThumbnail(item, previous: previous)
             if !needsStore {
-                return { [reused] in
-                    $0.thumbnail = reused
-                    $0.reusedDate = previous.dateCreated
+                let date = item.dateCreated ?? previous.dateCreated.map { Date(timeIntervalSince1970: $0) }
+                return finish(
+                    item, index: index, work: work, thumbnail: reused, outcome: nil,
+                    date: date ?? manifest.modificationDate)
+            }
+        }
+        let job = ItemJob(
+            index: index, itemKey: item.itemKey, source: path, makeThumbnail: needsThumbnail, makeStore: needsStore,
+            keptStore: store.path(forKey: item.itemKey), temporaryPath: TemporaryFile.name(in: options.outputFolder),
+            hashSource: work?.sourceUnchanged != true)
+        var outcome = try supervisor.run(job, slot: slot)
+        if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
+        trace?.record(outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line)
+        var thumbnail = outcome.thumbnail.map { Result<Data, ItemFailure>.success($0) } ?? reused
+        if let failure = outcome.failure { thumbnail = .failure(failure) }
+        if outcome.storeWritten {
+            if case .success = thumbnail {
+                var spans = Spans()
+                try spans.measure(.store) {
+                    try TemporaryFile.commitClosed(job.temporaryPath, to: store.path(forKey: item.itemKey))
                 }
+                outcome.spans.append(spans)
+            } else {
+                unlink(job.temporaryPath)
+                outcome.storeWritten = false
             }
         }
-        let header: SourceHeader
-        do {
-            header = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: path) }
-        } catch {
-            return { $0.thumbnail = .failure(error) }
-        }
-        let bytes = Self.fileSize(path)
-        let freshPlan = DecodePlan.choose(for: header, store: settings.store)
-        if !needsStore || !needsThumbnail {
-            return redoOne(
-                item, path: path, header: header, plan: freshPlan, thumbnail: !needsStore, reused: reused, spans: &spans
-            )
-        }
-        switch freshPlan {
-        case .fromStore:
-            let storeFile = writeStore(item, spans: &spans) { try thumbnailer.decode.fullSize(path, header: header) }
-            let thumbnail = storeFile.flatMap { thumbnailOfStoreFile($0.path, spans: &spans) }
-            return outcome(header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: bytes)
-        case .twice:
-            condition.lock()
-            storeTasks.append((index, header))
-            slots[index]!.pending += 1
-            condition.broadcast()
-            condition.unlock()
-            let thumbnail = Result { () throws(ItemFailure) in
-                try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
-            }
-            return outcome(header: header, thumbnail: thumbnail, storeFile: nil, bytes: bytes)
-        case .once:
-            let decoded = Result { () throws(ItemFailure) in
-                try spans.measure(.decode) { () throws(ItemFailure) in
-                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
-                }
-            }
-            let thumbnail = decoded.flatMap { decoded in
-                Result { () throws(ItemFailure) in try thumbnailer.thumbnail(from: decoded, spans: &spans) }
-            }
-            let storeFile = decoded.flatMap { decoded in writeStore(item, spans: &spans) { decoded } }
-            return outcome(header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: bytes)
-        }
+        let date =
+            item.dateCreated ?? outcome.header?.dateTimeOriginal ?? Self.modificationDate(path)
+            ?? manifest.modificationDate
+        return finish(item, index: index, work: work, thumbnail: thumbnail, outcome: outcome, date: date)
     }
 
-    /// Writes an item's store file from a decoded image, timed as the store
-    /// stage. An item failure fails the item; anything else (a failed write)
-    /// stops the run.
-    private func writeStore(_ item: ManifestItem, spans: inout Spans, _ decode: () throws -> DecodedImage)
-        -> Result<TemporaryFile, ItemFailure>
-    {
-        do {
-            return .success(try spans.measure(.store) { try store.writeTemporary(try decode(), forKey: item.itemKey) })
-        } catch let failure as ItemFailure {
-            return .failure(failure)
-        } catch {
-            setFatal(error)
-            return .failure(ItemFailure(.store, "\(error)"))
+    /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
+    private func reusedThumbnail(_ item: ManifestItem, previous: ItemRecord) -> Result<Data, ItemFailure> {
+        if let failure = previous.failure {
+            let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
+            let stage = Stage(rawValue: parts[0]) ?? .decode
+            return .failure(
+                ItemFailure(stage, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure))
         }
+        if let png = try? state?.thumbnail(forKey: item.itemKey) { return .success(png) }
+        return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
     }
 
-    /// A thumbnail made from a store file (kept or just written): its header, then shrink-on-load.
-    private func thumbnailOfStoreFile(_ file: String, spans: inout Spans) -> Result<Data, ItemFailure> {
-        Result { () throws(ItemFailure) in
-            let stored = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: file)
-            }
-            return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
-        }
-    }
-
-    /// What a task hands back to its item's slot.
-    private func outcome(
-        header: SourceHeader, thumbnail: Result<Data, ItemFailure>?, storeFile: Result<TemporaryFile, ItemFailure>?,
-        bytes: Int64, decoded: Bool = true
-    ) -> (inout Slot) -> Void {
-        return {
-            $0.header = header
-            if let thumbnail { $0.thumbnail = thumbnail }
-            if let storeFile { $0.storeFile = storeFile }
-            $0.bytesRead += bytes
-            $0.decoded = decoded
-            $0.redone = true
-        }
-    }
-
-    /// Redoes one output of an item, the way a fresh run would make it, so the
-    /// archive stays byte-identical to one: a thumbnail that a fresh run makes
-    /// from the store file is made from the store file, kept or new.
-    private func redoOne(
-        _ item: ManifestItem, path: String, header: SourceHeader, plan: DecodePlan, thumbnail redoThumbnail: Bool,
-        reused: Result<Data, ItemFailure>?, spans: inout Spans
-    ) -> (inout Slot) -> Void {
-        var thumbnail = reused
-        var storeFile: Result<TemporaryFile, ItemFailure>? = nil
-        if redoThumbnail {
-            switch plan {
-            case .fromStore:
-                thumbnail = thumbnailOfStoreFile(store.path(forKey: item.itemKey), spans: &spans)
-            case .once:
-                thumbnail = Result { () throws(ItemFailure) in
-                    let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-                        try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
-                    }
-                    return try thumbnailer.thumbnail(from: decoded, spans: &spans)
-                }
-            case .twice:
-                thumbnail = Result { () throws(ItemFailure) in
-                    try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
-                }
-            }
-        } else {
-            let written = writeStore(item, spans: &spans) { try thumbnailer.decode.fullSize(path, header: header) }
-            storeFile = written
-            // This thumbnail is made from the store file: it follows the new one.
-            if plan == .fromStore, case .success(let file) = written {
-                thumbnail = thumbnailOfStoreFile(file.path, spans: &spans)
-            }
-        }
-        // A thumbnail made from the kept store file decodes no source pixels.
-        let decodedSource = !(redoThumbnail && plan == .fromStore)
-        return outcome(
-            header: header, thumbnail: thumbnail, storeFile: storeFile, bytes: decodedSource ? Self.fileSize(path) : 0,
-            decoded: decodedSource)
-    }
-
-    /// The store task of a `.twice` item: a streaming full decode and the JPEG.
-    private func runStore(_ index: Int, header: SourceHeader, spans: inout Spans) -> (inout Slot) -> Void {
-        let item = manifest.items[index]
-        let storeFile = writeStore(item, spans: &spans) {
-            try thumbnailer.decode.fullSize(item.imagePath!, header: header)
-        }
-        return { $0.storeFile = storeFile }
-    }
-
-    private func setFatal(_ error: any Error) {
-        condition.lock()
-        if fatal == nil { fatal = error }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Completes an item whose tasks are done: commits or drops its store file
-    /// and builds its archive entry. Runs outside the lock (it flushes to disk).
-    private func finish(_ item: ManifestItem, _ slot: Slot, work: ItemWork?, spans: inout Spans) -> Slot {
-        var slot = slot
-        var failure: ItemFailure? = nil
+    /// The archive entry, failure, warnings and state record of an item.
+    private func finish(
+        _ item: ManifestItem, index: Int, work: ItemWork?, thumbnail: Result<Data, ItemFailure>?,
+        outcome: ItemOutcome?, date: Date
+    ) -> FinishedItem {
         var png: Data? = nil
-        switch slot.thumbnail {
+        var failure: ItemFailure? = nil
+        switch thumbnail {
         case .success(let data): png = data
         case .failure(let f): failure = f
         case nil: break
         }
-        if failure == nil, case .failure(let f) = slot.storeFile { failure = f }
-        if failure == nil, case .success(let file) = slot.storeFile {
-            do {
-                try spans.measure(.store) { try file.commit(to: store.path(forKey: item.itemKey)) }
-            } catch {
-                failure = ItemFailure(.store, "\(error)")
-                setFatal(error)
-            }
-        } else if case .success(let file) = slot.storeFile {
-            file.discard()
-        }
-        if failure != nil && item.imagePath != nil {
+        if failure != nil {
             // An item without a usable image has no store file, not even an old one.
             store.delete(forKey: item.itemKey)
             png = nil
         }
-        if slot.ready == nil {
-            let date =
-                item.dateCreated ?? slot.reusedDate.map { Date(timeIntervalSince1970: $0) } ?? slot.header?
-                .dateTimeOriginal
-                ?? item.imagePath.flatMap(Self.modificationDate) ?? manifest.modificationDate
-            slot.ready = archived(item, date: date, png: png)
-        }
-        if let state, slot.decoded || slot.redone || item.imagePath == nil {
-            do {
-                try spans.measure(.state) {
-                    try record(item, slot: slot, work: work, failure: failure, png: png, in: state)
-                }
-            } catch {
-                setFatal(error)
-            }
-        }
+        let archived = archived(item, date: date, png: png)
+        var finished = FinishedItem(index: index, archived: archived, thumbnail: png, hasImage: true)
         if let failure {
-            slot.failure = FailureRecord(
+            finished.failure = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
         }
-        slot.spans.merge(spans.totals, uniquingKeysWith: +)
-        return slot
+        if let outcome {
+            if failure == nil && !outcome.warnings.isEmpty {
+                finished.warning = WarningRecord(
+                    itemKey: item.itemKey, line: item.line, source: item.image ?? "", messages: outcome.warnings)
+            }
+            finished.spans = outcome.spans.totals
+            finished.bytesRead = outcome.bytesRead
+            finished.decoded = outcome.decoded
+            if state != nil {
+                finished.record = record(
+                    item, work: work, outcome: outcome, failure: failure, date: archived.dateCreated)
+            }
+        }
+        return finished
     }
 
     private func archived(_ item: ManifestItem, date: Date, png: Data?) -> ArchivedItem {
@@ -562,65 +379,24 @@ public final class BatchRunner: @unchecked Sendable {
             dateCreated: item.dateCreated ?? date, itemKey: item.itemKey, thumbnailData: png)
     }
 
-    /// Appends every finished item at the head of the queue to the archive. Called with the lock held.
-    private func drain() {
-        while let slot = slots[nextToWrite], let ready = slot.ready, slot.pending == 0 {
-            let start = Spans.now
-            do {
-                try writer!.append(ready)
-            } catch {
-                if fatal == nil { fatal = error }
-                return
-            }
-            archiveSeconds += Double(Spans.now - start) / 1e9
-            let item = manifest.items[nextToWrite]
-            if let failure = slot.failure {
-                failures.append(failure)
-                onFailure?(failure)
-            } else if item.imagePath != nil {
-                succeeded += 1
-            }
-            sourceBytes += slot.bytesRead
-            if slot.decoded { decodedItems += 1 }
-            if !slot.spans.isEmpty { timings.record(slot.spans) }
-            slots[nextToWrite] = nil
-            nextToWrite += 1
-            onProgress?(nextToWrite)
-            condition.broadcast()
-        }
-    }
-
-    /// Saves what this run did for an item to the state.
-    private func record(
-        _ item: ManifestItem, slot: Slot, work: ItemWork?, failure: ItemFailure?, png: Data?, in state: RunState
-    ) throws {
+    /// What the state records of an item this run redid.
+    private func record(_ item: ManifestItem, work: ItemWork?, outcome: ItemOutcome?, failure: ItemFailure?, date: Date)
+        -> ItemRecord
+    {
         let previous = work?.previous
-        let path = item.imagePath ?? ""
         let source = item.imagePath.flatMap { FileStamp(path: $0) }
-        let storePath = store.path(forKey: item.itemKey)
-        let stored = failure == nil ? FileStamp(path: storePath) : nil
-        let storeRedone = slot.storeFile != nil
-        let record = ItemRecord(
-            itemKey: item.itemKey, sourcePath: path, sourceSize: source?.size ?? -1,
+        let stored = failure == nil ? FileStamp(path: store.path(forKey: item.itemKey)) : nil
+        let storeHash = outcome?.storeWritten == true ? outcome?.storeHash : previous?.storeHash
+        return ItemRecord(
+            itemKey: item.itemKey, sourcePath: item.imagePath ?? "", sourceSize: source?.size ?? -1,
             sourceModified: source?.modified ?? -1,
-            // Hashing reads the whole source: skip it when the plan has already
-            // established that the source is the one the state records.
-            sourceHash: (work?.sourceUnchanged == true
-                ? previous?.sourceHash : item.imagePath.flatMap(ContentHash.file))
-                ?? "",
+            sourceHash: outcome?.sourceHash ?? (work?.sourceUnchanged == true ? previous?.sourceHash : nil) ?? "",
             thumbnailFingerprint: plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings),
             storeFingerprint: plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings),
-            dateCreated: slot.ready?.dateCreated.timeIntervalSince1970, storeSize: stored?.size ?? -1,
-            storeModified: stored?.modified ?? -1,
-            storeHash: stored == nil ? "" : (storeRedone ? ContentHash.file(storePath) : previous?.storeHash) ?? "",
+            dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
+            storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
             failure: failure.map { "\($0.stage.rawValue): \($0.message)" },
-            seconds: slot.spans.values.reduce(0, +))
-        try state.save(record, thumbnail: png)
-    }
-
-    static func fileSize(_ path: String) -> Int64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+            seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0)
     }
 
     static func modificationDate(_ path: String) -> Date? {

@@ -52,7 +52,7 @@ public struct IncrementalPlan: Sendable {
         let t = settings.thumbnail
         let l = settings.limits
         return ContentHash.hex(
-            "thumbnail|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)"
+            "thumbnail|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
         )
     }
 
@@ -61,7 +61,7 @@ public struct IncrementalPlan: Sendable {
         let s = settings.store
         let l = settings.limits
         return ContentHash.hex(
-            "store|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)"
+            "store|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
         )
     }
 

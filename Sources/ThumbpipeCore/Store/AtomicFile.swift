@@ -17,16 +17,61 @@ public final class TemporaryFile: @unchecked Sendable {
     /// Creates an empty temporary file in `folder` for `name` (O_CREAT | O_EXCL, mode 0644).
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
     public init(in folder: String, for name: String) throws {
-        let unique = "\(getpid())-\(Self.counter.next())"
-        path = "\(folder)/\(Self.prefix)\(unique)-\(name)"
+        path = Self.name(in: folder)
         descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if descriptor < 0 {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }
     }
 
+    /// Creates the empty temporary file at `path`, a name the caller chose
+    /// with ``name(in:)`` (O_CREAT | O_EXCL, mode 0644).
+    /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
+    public init(path: String) throws {
+        self.path = path
+        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if descriptor < 0 {
+            throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
+        }
+    }
+
+    /// A fresh temporary name in `folder`, of fixed length whatever the final
+    /// name: this process's id and a counter.
+    public static func name(in folder: String) -> String {
+        "\(folder)/\(prefix)\(getpid())-\(counter.next())"
+    }
+
     deinit {
         if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Flushes to disk (fsync) and closes, leaving the file under its temporary
+    /// name for another process to rename with ``commitClosed(_:to:)``.
+    /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
+    public func flushAndClose() throws {
+        if fsync(descriptor) != 0 {
+            let reason = ThumbpipeError.errnoText()
+            discard()
+            throw ThumbpipeError(.ioError, "\(path): flush failed: \(reason)")
+        }
+        let fd = descriptor
+        descriptor = -1
+        if close(fd) != 0 {
+            let reason = ThumbpipeError.errnoText()
+            unlink(path)
+            throw ThumbpipeError(.ioError, "\(path): close failed: \(reason)")
+        }
+    }
+
+    /// Renames a flushed, closed temporary onto `finalPath` in the same folder.
+    /// A symlink at `finalPath` is replaced, not followed.
+    /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
+    public static func commitClosed(_ temporaryPath: String, to finalPath: String) throws {
+        if rename(temporaryPath, finalPath) != 0 {
+            let reason = ThumbpipeError.errnoText()
+            unlink(temporaryPath)
+            throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
+        }
     }
 
     /// Writes all of `bytes`.

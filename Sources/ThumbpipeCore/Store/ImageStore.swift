@@ -29,8 +29,10 @@ public struct ImageStore: Sendable {
     /// (GPS, maker notes, embedded thumbnails, profiles) is dropped.
     /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
     ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
-    func writeTemporary(_ decoded: DecodedImage, forKey key: String) throws -> TemporaryFile {
-        let file = try TemporaryFile(in: folder, for: key)
+    func writeTemporary(_ decoded: DecodedImage, to temporaryPath: String? = nil, forKey key: String) throws
+        -> TemporaryFile
+    {
+        let file = try temporaryPath.map { try TemporaryFile(path: $0) } ?? TemporaryFile(in: folder, for: key)
         do {
             var image = decoded.image
             if settings.orientation == .rotate && image.orientation != 1 {
@@ -42,12 +44,9 @@ public struct ImageStore: Sendable {
             image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
             let encoder = image
             var writeErrno: Int32 = 0
-            let status = Watchdog.compute(encoder) {
-                let status = CVipsShim_jpegsave_fd(
-                    encoder.pointer, file.descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
-                writeErrno = errno
-                return status
-            }
+            let status = CVipsShim_jpegsave_fd(
+                encoder.pointer, file.descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
+            writeErrno = errno
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
                 // A failed write is the run's problem (exit 74), not the item's.

@@ -12,6 +12,8 @@ public struct ThumbpipeError: Error, Sendable, CustomStringConvertible, Equatabl
         case noInput = 66
         /// An internal error (EX_SOFTWARE).
         case software = 70
+        /// The system refused a resource: a process, a pipe (EX_OSERR).
+        case osError = 71
         /// An output cannot be created (EX_CANTCREAT).
         case cannotCreate = 73
         /// A read or write failed (EX_IOERR).

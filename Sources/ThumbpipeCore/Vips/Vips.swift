@@ -24,6 +24,38 @@ enum Vips {
         return .success(())
     }()
 
+    /// Restricts loading to `formats`: every other loader, and every operation
+    /// libvips marks untrusted, is blocked in this process. JPEG stays loadable
+    /// for reading back store files; sources are still checked against `formats`.
+    static func restrictLoaders(to formats: [ImageFormat]) throws {
+        try start()
+        var classes = Set(formats.map(\.loaderClass))
+        classes.insert(ImageFormat.jpeg.loaderClass)
+        var pointers = classes.sorted().map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        pointers.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) {
+                CVipsShim_restrict_loaders($0.baseAddress, Int32($0.count))
+            }
+        }
+    }
+
+    /// The warnings libvips and its loaders logged since the last call, each
+    /// distinct message once (with a count when repeated).
+    static func takeWarnings() -> [String] {
+        guard let text = CVipsShim_take_warnings() else { return [] }
+        defer { CVipsShim_free(text) }
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for line in String(cString: text).split(whereSeparator: \.isNewline) {
+            let message = line.trimmingCharacters(in: .whitespaces)
+            guard !message.isEmpty else { continue }
+            if counts[message] == nil { order.append(message) }
+            counts[message, default: 0] += 1
+        }
+        return order.map { counts[$0, default: 1] > 1 ? "\($0) (×\(counts[$0, default: 1]))" : $0 }
+    }
+
     /// Starts libvips once per process (vips_init); later calls return at once.
     /// - Throws: ``VipsError`` when libvips cannot start.
     static func start() throws {
@@ -104,7 +136,7 @@ final class VImage: @unchecked Sendable {
     /// Computes the image into memory (vips_image_copy_memory), so later
     /// operations may read it in any order.
     func inMemory() throws -> VImage {
-        guard let out = Watchdog.compute(self, { vips_image_copy_memory(pointer) }) else {
+        guard let out = vips_image_copy_memory(pointer) else {
             throw Vips.takeError(operation: "copy_memory")
         }
         return VImage(out)
@@ -126,7 +158,7 @@ final class VImage: @unchecked Sendable {
     func rgbaPixels() throws -> RGBABuffer {
         precondition(bands == 4 && format == VIPS_FORMAT_UCHAR, "rgbaPixels needs uchar RGBA")
         var size = 0
-        guard let memory = Watchdog.compute(self, { vips_image_write_to_memory(pointer, &size) }) else {
+        guard let memory = vips_image_write_to_memory(pointer, &size) else {
             throw Vips.takeError(operation: "write_to_memory")
         }
         defer { g_free(memory) }

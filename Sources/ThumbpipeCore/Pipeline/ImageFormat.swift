@@ -1,0 +1,94 @@
+import Foundation
+
+/// The image formats libvips can load, as `limits.formats` names them.
+///
+/// Only the formats a photo collection holds are allowed by default; every
+/// other loader (and everything libvips marks untrusted, ImageMagick first) is
+/// blocked inside the worker, so a hostile file never reaches it unless a user
+/// names its format.
+public enum ImageFormat: String, Sendable, CaseIterable, Codable {
+    case jpeg, png, webp, heif, tiff, gif
+    case jp2k, jxl, svg, pdf, magick, openexr, fits, rad, ppm, analyze, mat, vips, csv, matrix, openslide
+
+    /// The default allow-list: the photo formats (HEIF covers HEIC and AVIF).
+    public static let photoFormats: [ImageFormat] = [.jpeg, .png, .webp, .heif, .tiff, .gif]
+
+    /// The libvips class every loader of this format derives from.
+    var loaderClass: String {
+        switch self {
+        case .gif: "VipsForeignLoadNsgif"
+        case .jp2k: "VipsForeignLoadJp2k"
+        case .openexr: "VipsForeignLoadOpenexr"
+        default: "VipsForeignLoad" + rawValue.prefix(1).uppercased() + rawValue.dropFirst()
+        }
+    }
+
+    /// A short name for messages (`JPEG`, `HEIF`…).
+    public var displayName: String {
+        switch self {
+        case .jpeg: "JPEG"
+        case .png: "PNG"
+        case .webp: "WebP"
+        case .heif: "HEIF"
+        case .tiff: "TIFF"
+        case .gif: "GIF"
+        case .jp2k: "JPEG 2000"
+        case .jxl: "JPEG XL"
+        case .svg: "SVG"
+        case .pdf: "PDF"
+        case .magick: "ImageMagick"
+        case .openexr: "OpenEXR"
+        case .fits: "FITS"
+        case .rad: "Radiance"
+        case .ppm: "PPM"
+        case .analyze: "Analyze"
+        case .mat: "MATLAB"
+        case .vips: "VIPS"
+        case .csv: "CSV"
+        case .matrix: "matrix"
+        case .openslide: "OpenSlide"
+        }
+    }
+
+    /// The format of a libvips loader (`VipsForeignLoadJpegFile` → `.jpeg`).
+    init?(loader: String) {
+        guard
+            let format = Self.allCases.sorted(by: { $0.loaderClass.count > $1.loaderClass.count }).first(where: {
+                loader.hasPrefix($0.loaderClass)
+            })
+        else { return nil }
+        self = format
+    }
+
+    /// What a file's first bytes say it is, for naming a refused format; nil
+    /// when they match no known signature. Reads no more than `head`.
+    public static func sniff(_ head: [UInt8]) -> ImageFormat? {
+        func starts(_ bytes: [UInt8], at offset: Int = 0) -> Bool {
+            head.count >= offset + bytes.count && Array(head[offset..<offset + bytes.count]) == bytes
+        }
+        func ascii(_ text: String, at offset: Int = 0) -> Bool { starts(Array(text.utf8), at: offset) }
+        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        if starts([0x89, 0x50, 0x4E, 0x47]) { return .png }
+        if ascii("GIF8") { return .gif }
+        if ascii("RIFF") && ascii("WEBP", at: 8) { return .webp }
+        if ascii("ftyp", at: 4) {
+            if ascii("jxl ", at: 8) { return .jxl }
+            return .heif
+        }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
+        if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) || starts([0xFF, 0x4F, 0xFF, 0x51]) {
+            return .jp2k
+        }
+        if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20]) { return .jxl }
+        if ascii("%PDF") { return .pdf }
+        if starts([0x1F, 0x8B]) { return .svg }  // gzip: libvips's only gzip-wrapped loader is SVGZ
+        if ascii("BM") || ascii("8BPS") || ascii("push graphic-context") || ascii("viewbox") { return .magick }
+        if ascii("v/1\n") || ascii("#?RADIANCE") { return .rad }
+        if ascii("SIMPLE") { return .fits }
+        if starts([0x76, 0x2F, 0x31, 0x01]) { return .openexr }
+        let text = String(decoding: head.prefix(512), as: UTF8.self).lowercased()
+        if text.contains("<svg") { return .svg }
+        if head.count >= 2, head[0] == 0x50, (0x31...0x37).contains(head[1]) { return .ppm }  // P1…P7
+        return nil
+    }
+}

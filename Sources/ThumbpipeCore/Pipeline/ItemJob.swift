@@ -1,0 +1,193 @@
+import Foundation
+
+/// One item's work on its source: everything that opens, sniffs, decodes or
+/// encodes it. A worker process runs it (see ``Worker``); the parent never does.
+public struct ItemJob: Sendable, Codable {
+    /// The item's position in the manifest.
+    public var index: Int
+    /// The item's key (for messages; the store file name is the parent's business).
+    public var itemKey: String
+    /// The source image's path.
+    public var source: String
+    /// Make the thumbnail PNG.
+    public var makeThumbnail: Bool
+    /// Make the store file, under ``temporaryPath``.
+    public var makeStore: Bool
+    /// The store file a previous run kept: a thumbnail that a fresh run makes
+    /// from the store file is made from it when the store is not redone.
+    public var keptStore: String
+    /// Where the store file is written, flushed and closed; the parent renames it.
+    public var temporaryPath: String
+    /// Hash the source's content for the incremental state.
+    public var hashSource: Bool
+
+    /// Creates a job.
+    public init(
+        index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, keptStore: String,
+        temporaryPath: String, hashSource: Bool
+    ) {
+        self.index = index
+        self.itemKey = itemKey
+        self.source = source
+        self.makeThumbnail = makeThumbnail
+        self.makeStore = makeStore
+        self.keptStore = keptStore
+        self.temporaryPath = temporaryPath
+        self.hashSource = hashSource
+    }
+}
+
+/// What an ``ItemJob`` made, as the worker hands it back.
+public struct ItemOutcome: Sendable, Codable {
+    /// The source's header, when it could be read.
+    public var header: SourceHeader?
+    /// The thumbnail PNG, when one was asked for and made.
+    public var thumbnail: Data?
+    /// Whether the store file was written (flushed and closed) under the job's temporary path.
+    public var storeWritten = false
+    /// The hash of the written store file.
+    public var storeHash: String?
+    /// Why the item failed, if it did.
+    public var failure: ItemFailure?
+    /// A failed write (disk full, file size limit): the run's failure, not the item's.
+    public var writeError: String?
+    /// What the decoders warned about while reading this source.
+    public var warnings: [String] = []
+    /// The stage spans, on the system-wide monotonic clock.
+    public var spans = Spans()
+    /// Source bytes read.
+    public var bytesRead: Int64 = 0
+    /// Whether the source's pixels were decoded.
+    public var decoded = false
+    /// The source's content hash, when asked for.
+    public var sourceHash: String?
+    /// The worker's peak resident memory so far.
+    public var peakRSSBytes = 0
+
+    /// An outcome that is only a failure.
+    public init(failure: ItemFailure) { self.failure = failure }
+
+    init() {}
+}
+
+/// Runs item jobs with one pipeline's settings.
+public struct ItemJobRunner: Sendable {
+    let settings: PipelineSettings
+    let thumbnailer: Thumbnailer
+    let store: ImageStore
+
+    /// Prepares to run jobs with `settings`, writing store files into `outputFolder`.
+    public init(settings: PipelineSettings, outputFolder: String) {
+        self.settings = settings
+        thumbnailer = Thumbnailer(settings: settings)
+        store = ImageStore(folder: outputFolder, settings: settings.store)
+    }
+
+    /// Runs `job`: header, the decode plan, then what the job asks for. Never
+    /// throws: every failure is in the outcome.
+    public func run(_ job: ItemJob) -> ItemOutcome {
+        _ = Vips.takeWarnings()
+        var outcome = ItemOutcome()
+        var spans = Spans()
+        do {
+            let header = try spans.measure(.decode) { () throws(ItemFailure) in
+                try thumbnailer.decode.header(of: job.source)
+            }
+            outcome.header = header
+            try make(job, header: header, outcome: &outcome, spans: &spans)
+        } catch let failure as ItemFailure {
+            outcome.failure = failure
+        } catch let error as ThumbpipeError {
+            outcome.writeError = error.message
+        } catch {
+            outcome.failure = ItemFailure(.decode, "\(error)")
+        }
+        outcome.warnings = Vips.takeWarnings()
+        if outcome.failure == nil && outcome.writeError == nil && settings.limits.failOn == .warning,
+            let first = outcome.warnings.first
+        {
+            outcome.failure = ItemFailure(.decode, "decoded with warnings (limits.failOn warning): \(first)")
+        }
+        if outcome.failure != nil || outcome.writeError != nil {
+            if outcome.storeWritten { unlink(job.temporaryPath) }
+            outcome.storeWritten = false
+            outcome.thumbnail = nil
+        }
+        if outcome.decoded {
+            outcome.bytesRead = Self.fileSize(job.source)
+            if job.hashSource { outcome.sourceHash = ContentHash.file(job.source) }
+        }
+        outcome.spans = spans
+        outcome.peakRSSBytes = ProcessMemory.peakResidentBytes()
+        return outcome
+    }
+
+    /// The work after the header, by the item's ``DecodePlan``.
+    private func make(_ job: ItemJob, header: SourceHeader, outcome: inout ItemOutcome, spans: inout Spans) throws {
+        let path = job.source
+        let plan = DecodePlan.choose(for: header, store: settings.store)
+        outcome.decoded = true
+        if job.makeStore {
+            switch plan {
+            case .fromStore:
+                try writeStore(job, outcome: &outcome, spans: &spans) {
+                    try thumbnailer.decode.fullSize(path, header: header)
+                }
+                // The thumbnail is made from the store file: it follows the new one,
+                // even when only the store was asked for.
+                outcome.thumbnail = try thumbnailOfStoreFile(job.temporaryPath, spans: &spans)
+            case .once where job.makeThumbnail:
+                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
+                }
+                outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans)
+                try writeStore(job, outcome: &outcome, spans: &spans) { decoded }
+            case .once, .twice:
+                if job.makeThumbnail {
+                    outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+                }
+                try writeStore(job, outcome: &outcome, spans: &spans) {
+                    try thumbnailer.decode.fullSize(path, header: header)
+                }
+            }
+        } else if job.makeThumbnail {
+            switch plan {
+            case .fromStore:
+                // A fresh run makes this thumbnail from the store file: so does a redo,
+                // from the kept one, without decoding the source.
+                outcome.thumbnail = try thumbnailOfStoreFile(job.keptStore, spans: &spans)
+                outcome.decoded = false
+            case .once:
+                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
+                }
+                outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans)
+            case .twice:
+                outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+            }
+        }
+    }
+
+    /// Writes the store file under the job's temporary path, flushed and closed.
+    private func writeStore(
+        _ job: ItemJob, outcome: inout ItemOutcome, spans: inout Spans, _ decode: () throws -> DecodedImage
+    ) throws {
+        let file = try spans.measure(.store) {
+            try store.writeTemporary(try decode(), to: job.temporaryPath, forKey: job.itemKey)
+        }
+        try file.flushAndClose()
+        outcome.storeWritten = true
+        outcome.storeHash = ContentHash.file(job.temporaryPath)
+    }
+
+    /// A thumbnail made from a store file: its header, then shrink-on-load.
+    private func thumbnailOfStoreFile(_ file: String, spans: inout Spans) throws(ItemFailure) -> Data {
+        let stored = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: file) }
+        return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
+    }
+
+    static func fileSize(_ path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+}

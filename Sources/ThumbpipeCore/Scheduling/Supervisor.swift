@@ -1,0 +1,233 @@
+import Foundation
+import Synchronization
+
+/// One worker process and its two pipes.
+final class WorkerProcess: Sendable {
+    let pid: pid_t
+    private let toWorker: Int32
+    private let fromWorker: Int32
+
+    /// Starts `executable __worker` and sends it `hello`.
+    /// - Throws: ``ThumbpipeError`` (71) when the process cannot be started.
+    init(executable: String, hello: Data) throws {
+        var requests: [Int32] = [0, 0]
+        var replies: [Int32] = [0, 0]
+        guard Self.pipeClosedOnExec(&requests) else {
+            throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
+        }
+        guard Self.pipeClosedOnExec(&replies) else {
+            close(requests[0])
+            close(requests[1])
+            throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, requests[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, replies[1], 1)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGINT, SIGTERM, SIGPIPE] { sigaddset(&defaults, number) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(Worker.subcommand), nil]
+        defer { argv.forEach { free($0) } }
+        // A crashing worker is the parent's to report, in one line: no Swift
+        // backtrace dump on the user's terminal.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        close(requests[0])
+        close(replies[1])
+        guard status == 0 else {
+            close(requests[1])
+            close(replies[0])
+            throw ThumbpipeError(
+                .osError, "cannot start a worker (\(executable)): \(ThumbpipeError.errnoText(status))")
+        }
+        pid = child
+        toWorker = requests[1]
+        fromWorker = replies[0]
+        try WorkerProtocol.send(hello, to: toWorker)
+    }
+
+    private let closed = Atomic<Bool>(false)
+
+    deinit { closePipes() }
+
+    /// Closes both pipes (once): a worker waiting for a job reads EOF and exits.
+    func closePipes() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        close(toWorker)
+        close(fromWorker)
+    }
+
+    /// Sends a job; false when the worker is gone.
+    func send(_ job: Data) -> Bool {
+        (try? WorkerProtocol.send(job, to: toWorker)) != nil
+    }
+
+    /// Waits for the reply until `deadline`.
+    func receive(deadline: UInt64?) -> WorkerProtocol.Received {
+        WorkerProtocol.receive(from: fromWorker, deadline: deadline)
+    }
+
+    /// Kills the worker at once.
+    func kill() { _ = Foundation.kill(pid, SIGKILL) }
+
+    /// Waits for the process to end and says how: nil for a clean exit,
+    /// otherwise a few words (`SIGSEGV`, `exit status 70`).
+    func reap() -> String? {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7F
+        if signal != 0 { return Self.signalName(signal) }
+        let code = (status >> 8) & 0xFF
+        return code == 0 ? nil : "exit status \(code)"
+    }
+
+    /// A pipe whose ends other workers do not inherit.
+    private static func pipeClosedOnExec(_ ends: inout [Int32]) -> Bool {
+        guard pipe(&ends) == 0 else { return false }
+        for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return true
+    }
+
+    static func signalName(_ number: Int32) -> String {
+        let names: [Int32: String] = [
+            SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGILL: "SIGILL", SIGFPE: "SIGFPE",
+            SIGKILL: "SIGKILL", SIGTRAP: "SIGTRAP", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGXCPU: "SIGXCPU",
+            SIGXFSZ: "SIGXFSZ", SIGSYS: "SIGSYS",
+        ]
+        return names[number] ?? "signal \(number)"
+    }
+}
+
+/// Runs item jobs on `jobs` worker processes: starts them, holds each job to
+/// `limits.timeoutSeconds` of wall time, kills a worker that overruns or
+/// replaces one that died, and kills them all at once when the run is cancelled.
+final class Supervisor: Sendable {
+    private let executable: String
+    private let hello: Data
+    private let timeoutSeconds: Double
+    /// Live workers by slot, so that a cancel can kill them from any thread.
+    private let live = Mutex<[Int: WorkerProcess]>([:])
+    /// Sources that crashed a worker in this run, with how it ended.
+    private let crashed = Mutex<[String: String]>([:])
+    private let cancelled = Atomic<Bool>(false)
+    /// The highest peak RSS any worker of each slot reported.
+    private let peaks = Mutex<[Int: Int]>([:])
+
+    /// Prepares workers of `executable` for `settings`, writing into `outputFolder`.
+    init(executable: String, settings: PipelineSettings, outputFolder: String) throws {
+        self.executable = executable
+        timeoutSeconds = settings.limits.timeoutSeconds
+        hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder))
+    }
+
+    /// Runs `job` on the worker of `slot` (starting one when there is none) and
+    /// returns its outcome; a timeout or a crash is an outcome too.
+    /// - Throws: ``ThumbpipeError`` when no worker can be started, ``RunCancelled``
+    ///   when the run was cancelled (the item is then not done).
+    func run(_ job: ItemJob, slot: Int) throws -> ItemOutcome {
+        if let earlier = crashed.withLock({ $0[job.source] }) {
+            return ItemOutcome(
+                failure: ItemFailure(
+                    .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried"))
+        }
+        let message = try WorkerProtocol.encode(job)
+        for attempt in 0..<2 {
+            if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
+            let worker = try worker(for: slot)
+            let started = Spans.now
+            guard worker.send(message) else {
+                // It died between jobs (or at start): replace it once.
+                retire(slot, worker)
+                if attempt == 0 { continue }
+                return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started"))
+            }
+            let deadline = timeoutSeconds > 0 ? started + UInt64(timeoutSeconds * 1e9) : nil
+            switch worker.receive(deadline: deadline) {
+            case .message(let data):
+                guard let outcome = try? WorkerProtocol.decode(ItemOutcome.self, data) else {
+                    retire(slot, worker)
+                    return ItemOutcome(failure: ItemFailure(.decode, "the worker sent an unreadable reply"))
+                }
+                peaks.withLock { $0[slot] = max($0[slot] ?? 0, outcome.peakRSSBytes) }
+                return outcome
+            case .timedOut:
+                worker.kill()
+                retire(slot, worker)
+                unlink(job.temporaryPath)
+                return ItemOutcome(
+                    failure: ItemFailure(
+                        .decode,
+                        "timed out after \(Self.seconds(timeoutSeconds)) s (limits.timeoutSeconds); the worker was stopped"
+                    ))
+            case .closed:
+                let how = retire(slot, worker) ?? "exit status 0"
+                unlink(job.temporaryPath)
+                if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
+                crashed.withLock { $0[job.source] = how }
+                return ItemOutcome(failure: ItemFailure(.decode, "decoder crashed (\(how))"))
+            }
+        }
+        return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started"))
+    }
+
+    /// Kills every worker at once (from a signal handler's thread).
+    func cancel() {
+        cancelled.store(true, ordering: .relaxed)
+        live.withLock { workers in
+            for worker in workers.values { worker.kill() }
+        }
+    }
+
+    /// Ends the workers once the run is over: closing their pipes ends them.
+    func shutDown() {
+        let workers = live.withLock { all in
+            defer { all.removeAll() }
+            return Array(all.values)
+        }
+        for worker in workers {
+            if cancelled.load(ordering: .relaxed) { worker.kill() }
+            worker.closePipes()
+        }
+        for worker in workers { _ = worker.reap() }
+    }
+
+    /// The sum over slots of the highest peak RSS a worker of that slot reported:
+    /// the most the workers can have held at one time.
+    var workersPeakRSSBytes: Int { peaks.withLock { $0.values.reduce(0, +) } }
+
+    /// The highest peak RSS any single worker reported.
+    var largestWorkerPeakRSSBytes: Int { peaks.withLock { $0.values.max() ?? 0 } }
+
+    private func worker(for slot: Int) throws -> WorkerProcess {
+        if let existing = live.withLock({ $0[slot] }) { return existing }
+        let started = try WorkerProcess(executable: executable, hello: hello)
+        live.withLock { $0[slot] = started }
+        if cancelled.load(ordering: .relaxed) { started.kill() }
+        return started
+    }
+
+    /// Forgets a worker that is dead or being killed, and reaps it.
+    @discardableResult
+    private func retire(_ slot: Int, _ worker: WorkerProcess) -> String? {
+        live.withLock { if $0[slot] === worker { $0[slot] = nil } }
+        return worker.reap()
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%g", value)
+    }
+}
