@@ -10,6 +10,11 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
               `convert -quality 50`, per image under `xargs -P`
   floor       thumbpipe's store step alone (decode, sRGB, upright, Q=50 encode) in one
               process: the unavoidable work
+  baseline    another thumbpipe build (THUMBPIPE_BASELINE=/path/to/thumbpipe), e.g. the
+              commit before a change, to measure that change side by side
+
+For thumbpipe the peak RSS column is its own report's: the parent plus the workers'
+peaks, added over the worker slots (GNU time sees only the largest single process).
 
 It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS
 of the largest single process, and saves the table as JSON in Benchmarks/results/.
@@ -125,12 +130,18 @@ def write_manifest(paths, path, repeat=1):
     return path
 
 
-def run_thumbpipe(paths, jobs, env=None):
+def run_thumbpipe(paths, jobs, env=None, executable=None):
     manifest = write_manifest(paths, os.path.join(WORK, "bench.jsonl"))
     out = os.path.join(WORK, "out", "thumbpipe")
     shutil.rmtree(out, ignore_errors=True)
-    return timed([os.path.join(RELEASE, "thumbpipe"), "run", manifest, "-o", out, "--jobs", str(jobs), "-q"],
-                 env=env)
+    seconds, rss = timed([executable or os.path.join(RELEASE, "thumbpipe"), "run", manifest, "-o", out,
+                          "--jobs", str(jobs), "-q"], env=env)
+    try:
+        with open(os.path.join(out, ".thumbpipe", "report.json")) as f:
+            rss = max(rss, json.load(f).get("peakRSSBytes", 0))
+    except (OSError, ValueError):
+        pass
+    return seconds, rss
 
 
 def run_floor(paths, jobs):
@@ -206,6 +217,7 @@ def main():
     parser.add_argument("--pngs", type=int, default=8)
     parser.add_argument("--heics", type=int, default=8)
     parser.add_argument("--peers", default="thumbpipe,floor,pyvips,vips-cli,magick")
+    parser.add_argument("--rounds", type=int, default=1, help="run the peers this many times, alternating")
     parser.add_argument("--memory", action="store_true", help="also the 1,000 vs 10,000 small-image memory runs")
     parser.add_argument("--incremental", action="store_true", help="also a full vs unchanged re-run over 2,000 items")
     args = parser.parse_args()
@@ -220,18 +232,31 @@ def main():
 
     runners = {
         "thumbpipe": lambda: run_thumbpipe(paths, args.jobs),
+        "baseline": lambda: run_thumbpipe(paths, args.jobs, executable=os.environ["THUMBPIPE_BASELINE"]),
         "floor": lambda: run_floor(paths, args.jobs),
         "pyvips": lambda: run_pyvips(paths, args.jobs),
         "vips-cli": lambda: run_xargs(paths, args.jobs, VIPS_CLI, "vips-cli"),
         "magick": lambda: run_xargs(paths, args.jobs, MAGICK, "magick"),
     }
+    peers = args.peers.split(",")
+    if os.environ.get("THUMBPIPE_BASELINE") and "baseline" not in peers:
+        peers.insert(1, "baseline")
+    times = {name: [] for name in peers}
+    memories = {name: 0 for name in peers}
+    for round_ in range(args.rounds):
+        for name in peers:
+            log(f"bench: {name} (round {round_ + 1}) ...")
+            seconds, rss = runners[name]()
+            times[name].append(seconds)
+            memories[name] = max(memories[name], rss)
+            log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB")
     rows = []
-    for name in args.peers.split(","):
-        log(f"bench: {name} ...")
-        seconds, rss = runners[name]()
+    for name in peers:
+        # The median round: one slow round (the machine's noise) does not decide.
+        seconds = sorted(times[name])[len(times[name]) // 2]
         rows.append({"peer": name, "images": len(paths), "seconds": round(seconds, 2),
-                     "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": rss})
-        log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB")
+                     "roundsSeconds": [round(t, 2) for t in times[name]],
+                     "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": memories[name]})
     ours = next((r for r in rows if r["peer"] == "thumbpipe"), None)
     for row in rows:
         row["thumbpipeTimes"] = round(ours["imagesPerSecond"] / row["imagesPerSecond"], 2) if ours else None
