@@ -13,8 +13,8 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
   baseline    another thumbpipe build (THUMBPIPE_BASELINE=/path/to/thumbpipe), e.g. the
               commit before a change, to measure that change side by side
 
-For thumbpipe the peak RSS column is its own report's: the parent plus the workers'
-peaks, added over the worker slots (GNU time sees only the largest single process).
+For thumbpipe the peak RSS column is its own report's `peakRSSBytes`: the parent and its
+worker processes together, sampled every 50 ms (GNU time sees only the largest single process).
 
 It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS
 of the largest single process, and saves the table as JSON in Benchmarks/results/.
@@ -218,11 +218,15 @@ def main():
     parser.add_argument("--heics", type=int, default=8)
     parser.add_argument("--peers", default="thumbpipe,floor,pyvips,vips-cli,magick")
     parser.add_argument("--rounds", type=int, default=1, help="run the peers this many times, alternating")
+    parser.add_argument("--only", choices=["jpeg", "png", "heic"], help="run the peers on one format of the set")
     parser.add_argument("--memory", action="store_true", help="also the 1,000 vs 10,000 small-image memory runs")
     parser.add_argument("--incremental", action="store_true", help="also a full vs unchanged re-run over 2,000 items")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     paths = make_set(os.path.join(WORK, "set"), args.jpegs, args.pngs, args.heics, args.jobs)
+    if args.only:
+        suffix = {"jpeg": ".jpg", "png": ".png", "heic": ".heic"}[args.only]
+        paths = [p for p in paths if p.endswith(suffix)]
     megapixels = 0.0
     try:
         import pyvips
@@ -291,7 +295,8 @@ def main():
                "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
     result = {"benchmark": "throughput", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "machine": machine, "jobs": args.jobs, "images": len(paths), "megapixels": round(megapixels, 1),
-              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics}, "rows": rows, "memory": memory,
+              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics, "only": args.only},
+              "rows": rows, "memory": memory,
               "incremental": incremental}
     path = os.path.join(RESULTS, "throughput-" + time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime()) + ".json")
     with open(path, "w") as f:

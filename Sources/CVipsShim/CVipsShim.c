@@ -237,3 +237,160 @@ int CVipsShim_text(VipsImage **out, const char *text, const char *font, int widt
 int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out) {
     return vips_pngload_buffer((void *)buf, len, out, NULL);
 }
+
+// MARK: - The thumbnail tap
+
+struct CVipsShimTap {
+    int width, height, bands, factor;
+    int out_width, out_height;
+    guint64 *sums;            // out_width × out_height × 4: Σ c·a for c = R, G, B, then Σ a
+    unsigned char *rows_done; // per input row, once accumulated by a full-width strip
+    unsigned char *pixels_done; // per input pixel, for other rectangles (allocated when first needed)
+    GMutex lock;
+};
+
+CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
+    if (width < 1 || height < 1 || (bands != 3 && bands != 4) || factor < 1) return NULL;
+    CVipsShimTap *tap = g_new0(CVipsShimTap, 1);
+    tap->width = width;
+    tap->height = height;
+    tap->bands = bands;
+    tap->factor = factor;
+    tap->out_width = (width + factor - 1) / factor;
+    tap->out_height = (height + factor - 1) / factor;
+    tap->sums = g_new0(guint64, (size_t)tap->out_width * tap->out_height * 4);
+    tap->rows_done = g_new0(unsigned char, height);
+    g_mutex_init(&tap->lock);
+    return tap;
+}
+
+void CVipsShim_tap_free(CVipsShimTap *tap) {
+    if (!tap) return;
+    g_free(tap->sums);
+    g_free(tap->rows_done);
+    g_free(tap->pixels_done);
+    g_mutex_clear(&tap->lock);
+    g_free(tap);
+}
+
+// Adds the pixels of one row span [left, left + count) of row y, block by block.
+static void tap_add_span(CVipsShimTap *tap, const VipsPel *p, int left, int count, int y) {
+    const int f = tap->factor, bands = tap->bands;
+    guint64 *row = tap->sums + (size_t)(y / f) * tap->out_width * 4;
+    int x = left, end = left + count;
+    while (x < end) {
+        int block = x / f;
+        int stop = MIN(end, (block + 1) * f);
+        guint64 r = 0, g = 0, b = 0, a = 0;
+        if (bands == 4) {
+            for (; x < stop; x++, p += 4) {
+                guint64 alpha = p[3];
+                r += p[0] * alpha;
+                g += p[1] * alpha;
+                b += p[2] * alpha;
+                a += alpha;
+            }
+        } else {
+            for (; x < stop; x++, p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+                a += 1;
+            }
+            r *= 255;
+            g *= 255;
+            b *= 255;
+            a *= 255;
+        }
+        guint64 *sum = row + (size_t)block * 4;
+        sum[0] += r;
+        sum[1] += g;
+        sum[2] += b;
+        sum[3] += a;
+    }
+}
+
+static void tap_accumulate(CVipsShimTap *tap, VipsRegion *region, const VipsRect *r) {
+    const int bands = tap->bands;
+    g_mutex_lock(&tap->lock);
+    for (int y = r->top; y < r->top + r->height; y++) {
+        if (r->left == 0 && r->width == tap->width) {
+            if (tap->rows_done[y]) continue;
+            tap->rows_done[y] = 1;
+            tap_add_span(tap, VIPS_REGION_ADDR(region, 0, y), 0, r->width, y);
+        } else {
+            // A rectangle that is not a full-width strip: count each pixel once.
+            if (tap->rows_done[y]) continue;
+            if (!tap->pixels_done) tap->pixels_done = g_new0(unsigned char, (size_t)tap->width * tap->height);
+            unsigned char *done = tap->pixels_done + (size_t)y * tap->width;
+            const VipsPel *p = VIPS_REGION_ADDR(region, r->left, y);
+            for (int x = r->left; x < r->left + r->width; x++, p += bands) {
+                if (done[x]) continue;
+                done[x] = 1;
+                tap_add_span(tap, p, x, 1, y);
+            }
+        }
+    }
+    g_mutex_unlock(&tap->lock);
+}
+
+static int tap_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const VipsRect *r = &out->valid;
+    if (vips_region_prepare(in, r)) return -1;
+    if (vips_region_region(out, in, r, r->left, r->top)) return -1;
+    tap_accumulate((CVipsShimTap *)b, in, r);
+    return 0;
+}
+
+int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap) {
+    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || vips_image_get_bands(in) != tap->bands ||
+        vips_image_get_width(in) != tap->width || vips_image_get_height(in) != tap->height) {
+        vips_error("tap", "%s", "the tap needs the 8-bit image it was made for");
+        return -1;
+    }
+    VipsImage *image = vips_image_new();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
+        vips_image_generate(image, vips_start_one, tap_generate, vips_stop_one, in, tap)) {
+        g_object_unref(image);
+        return -1;
+    }
+    // The output reads from `in`: keep it alive as long as the output.
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-tap-input", g_object_ref(in), g_object_unref);
+    *out = image;
+    return 0;
+}
+
+int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out) {
+    const int f = tap->factor, w = tap->out_width, h = tap->out_height;
+    float *pixels = g_new(float, (size_t)w * h * 4);
+    for (int oy = 0; oy < h; oy++) {
+        int bh = MIN(f, tap->height - oy * f);
+        for (int ox = 0; ox < w; ox++) {
+            int bw = MIN(f, tap->width - ox * f);
+            const guint64 *sum = tap->sums + ((size_t)oy * w + ox) * 4;
+            float *pixel = pixels + ((size_t)oy * w + ox) * 4;
+            double n = (double)bw * bh;
+            // Premultiplied means on 0…255: Σ c·a / (255 n) and Σ a / n.
+            for (int c = 0; c < 3; c++) pixel[c] = (float)(sum[c] / (255.0 * n));
+            pixel[3] = (float)(sum[3] / n);
+        }
+    }
+    VipsImage *image = vips_image_new_from_memory_copy(pixels, (size_t)w * h * 4 * sizeof(float), w, h, 4,
+                                                       VIPS_FORMAT_FLOAT);
+    g_free(pixels);
+    if (!image) return -1;
+    image->Type = VIPS_INTERPRETATION_sRGB;
+    *out = image;
+    return 0;
+}
+
+static int discard_strip(VipsRegion *region, VipsRect *area, void *a) {
+    (void)region; (void)area; (void)a;
+    return 0;
+}
+
+int CVipsShim_drain(VipsImage *in) {
+    return vips_sink_disc(in, discard_strip, NULL);
+}

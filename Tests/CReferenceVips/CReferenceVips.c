@@ -75,3 +75,20 @@ fail_noimage:
 }
 
 void reference_free(void *pixels) { g_free(pixels); }
+
+int reference_make_image(const char *source, const char *destination, int width, int height, char *error,
+                         size_t error_size) {
+    if (VIPS_INIT("reference")) goto fail;
+    VipsImage *image = NULL;
+    if (vips_thumbnail(source, &image, width, "height", height, "crop", VIPS_INTERESTING_CENTRE, "size",
+                       VIPS_SIZE_FORCE, NULL))
+        goto fail;
+    int status = vips_image_write_to_file(image, destination, NULL);
+    g_object_unref(image);
+    if (status) goto fail;
+    return 0;
+fail:
+    snprintf(error, error_size, "%s", vips_error_buffer());
+    vips_error_clear();
+    return -1;
+}

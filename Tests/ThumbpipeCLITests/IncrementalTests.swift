@@ -120,21 +120,35 @@ struct IncrementalTests {
         let second = try c.run("out", ["--corner-radius", "8"])
         let counts = c.incremental(second.report)
         #expect(counts["changed"] == 5)
-        // Opaque photos take their thumbnail from the kept store file: only the two
-        // sources with alpha are decoded again.
-        #expect(counts["decoded"] == 2)
+        // Thumbnails come from the sources' own pixels: every source is decoded again,
+        // and no store file is touched.
+        #expect(counts["decoded"] == 5)
         #expect(c.modified("out", "k0") == stamp && c.file("out", "k0") == store)
         try c.expectSameAsFresh("out", ["--corner-radius", "8"])
     }
 
-    @Test("A changed JPEG quality redoes store files and keeps thumbnails of sources with alpha")
+    @Test("A changed JPEG quality redoes store files only; the archive equals a fresh run's")
     func changedQuality() throws {
         let c = try Collection()
         _ = try c.run("out")
-        let second = try c.run("out", ["--quality", "0.7"])
+        let second = try c.run("out", ["--quality", "0.4"])
         let counts = c.incremental(second.report)
         #expect(counts["changed"] == 5 && counts["decoded"] == 5)
-        try c.expectSameAsFresh("out", ["--quality", "0.7"])
+        try c.expectSameAsFresh("out", ["--quality", "0.4"])
+    }
+
+    @Test("Thumbnails do not depend on the store's settings")
+    func thumbnailsIndependentOfStore() throws {
+        let c = try Collection()
+        _ = try c.run("low", ["--quality", "0.4"])
+        _ = try c.run("high", ["--quality", "0.9", "--set", "store.orientation=tag"])
+        let low = try KeyedArchiveReader(path: c.folder + "/low/items.archive").items()
+        let high = try KeyedArchiveReader(path: c.folder + "/high/items.archive").items()
+        #expect(low.count == 6 && high.count == 6)
+        for (a, b) in zip(low, high) {
+            #expect(a.thumbnailData == b.thumbnailData, "\(a.itemKey)")
+        }
+        #expect(c.file("low", "k0") != c.file("high", "k0"), "the store files do differ")
     }
 
     @Test("A removed item loses its store file and leaves the archive")

@@ -322,3 +322,13 @@ extension Dictionary where Key == String, Value == Any {
         try object(key).compactMapValues { $0 as? Int }
     }
 }
+
+/// Makes a test image from a fixture: scaled and centre-cropped to exactly
+/// `width × height`, written to `destination` (suffix options as libvips takes them).
+public func makeTestImage(from source: String, to destination: String, width: Int, height: Int) throws {
+    var error = [CChar](repeating: 0, count: 1024)
+    guard reference_make_image(source, destination, Int32(width), Int32(height), &error, error.count) == 0 else {
+        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        throw TestImageError(message: "cannot make \(destination): \(message)")
+    }
+}

@@ -112,4 +112,25 @@ int CVipsShim_text(VipsImage **out, const char *text, const char *font, int widt
 /// vips_pngload_buffer.
 int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out);
 
+/// The thumbnail tap: a pass-through that box-sums every pixel the store's
+/// pipeline pulls, so one decode feeds both the store file and the thumbnail.
+typedef struct CVipsShimTap CVipsShimTap;
+
+/// A tap for an 8-bit `width × height` image of 3 or 4 bands, averaging
+/// `factor × factor` blocks; NULL for impossible arguments.
+CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor);
+
+/// Frees a tap (after every image made with it is gone).
+void CVipsShim_tap_free(CVipsShimTap *tap);
+
+/// `out` is `in`, pixel for pixel; every pixel computed through it is added to `tap` once.
+int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap);
+
+/// The block means so far: a ⌈width/factor⌉ × ⌈height/factor⌉ float image of
+/// premultiplied RGBA on 0…255.
+int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out);
+
+/// Computes every pixel of `in` in full-width strips and discards them.
+int CVipsShim_drain(VipsImage *in);
+
 #endif

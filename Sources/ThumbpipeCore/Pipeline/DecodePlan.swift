@@ -1,41 +1,32 @@
 import Foundation
 
 /// How one item's source is decoded: the one place that decides it.
-public enum DecodePlan: String, Sendable, Codable {
-    /// One streaming full decode makes the store file; the thumbnail is then
-    /// made from that file with shrink-on-load. Its Q=50 JPEG is a fraction of
-    /// the source's size, so the second, 1/8-scale decode is cheap, and the
-    /// file is already sRGB and upright.
-    case fromStore
-    /// One full decode into memory feeds both the store and the thumbnail.
+///
+/// Every plan decodes the source's own pixels for the thumbnail; none reads
+/// the store file back, so a thumbnail depends on the source and the
+/// thumbnail settings only, never on the store's.
+public enum DecodePlan: Sendable, Equatable {
+    /// One streaming full decode: the store's pipeline pulls the pixels towards
+    /// the JPEG encoder, and a tap on the way box-averages them by `factor` for
+    /// the thumbnail (the largest whole factor that still leaves ≥ 2× for the
+    /// final Lanczos3 resize, libvips's own rule for shrink-on-load).
+    case tap(factor: Int)
+    /// Sources too small to shrink (the covering side is under 4× the canvas):
+    /// one full decode into memory feeds both outputs.
     case once
-    /// A streaming full decode for the store, and a separate shrink-on-load
-    /// decode of the source for the thumbnail.
+    /// Sources too small to shrink yet too large to hold in memory (extreme
+    /// strips): a streaming decode for the store and a shrink-on-load one for the thumbnail.
     case twice
 
     /// Sources larger than this (in pixels) are never held in memory whole.
     public static let inMemoryLimit = 30_000_000
 
-    /// The plan `THUMBPIPE_DECODE` forces, read once rather than per item.
-    private static let forcedPlan = ProcessInfo.processInfo.environment["THUMBPIPE_DECODE"].flatMap(DecodePlan.init)
-
-    /// The plan that measured fastest for a source (see the README): from the
-    /// store file for opaque sources, which needs one full decode and no
-    /// in-memory copy; one in-memory decode for sources with alpha (the store
-    /// JPEG has none to give) up to ``inMemoryLimit``; two streaming decodes
-    /// otherwise. The store must be at least Q=50 to feed a thumbnail.
-    /// `THUMBPIPE_DECODE=fromStore|once|twice` forces a plan where it is possible, for measuring.
-    public static func choose(for header: SourceHeader, store: PipelineSettings.Store) -> DecodePlan {
-        let fits = header.width * header.height <= inMemoryLimit
-        let storeCanFeed = !header.hasAlpha && store.quality >= 0.5
-        if let forced = forcedPlan {
-            switch forced {
-            case .fromStore where storeCanFeed, .twice: return forced
-            case .once where fits: return forced
-            default: break
-            }
-        }
-        if storeCanFeed { return .fromStore }
-        return fits ? .once : .twice
+    /// The plan for a source of `header` on a `canvasWidth × canvasHeight` canvas.
+    public static func choose(for header: SourceHeader, canvasWidth: Int, canvasHeight: Int) -> DecodePlan {
+        let upright = header.uprightSize
+        let ratio = max(Double(canvasWidth) / Double(upright.width), Double(canvasHeight) / Double(upright.height))
+        let factor = Int((1 / ratio / 2).rounded(.down))
+        if factor >= 2 { return .tap(factor: factor) }
+        return header.width * header.height <= inMemoryLimit ? .once : .twice
     }
 }

@@ -13,9 +13,6 @@ public struct ItemJob: Sendable, Codable {
     public var makeThumbnail: Bool
     /// Make the store file, under ``temporaryPath``.
     public var makeStore: Bool
-    /// The store file a previous run kept: a thumbnail that a fresh run makes
-    /// from the store file is made from it when the store is not redone.
-    public var keptStore: String
     /// Where the store file is written, flushed and closed; the parent renames it.
     public var temporaryPath: String
     /// Hash the source's content for the incremental state.
@@ -23,7 +20,7 @@ public struct ItemJob: Sendable, Codable {
 
     /// Creates a job.
     public init(
-        index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, keptStore: String,
+        index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool,
         temporaryPath: String, hashSource: Bool
     ) {
         self.index = index
@@ -31,7 +28,6 @@ public struct ItemJob: Sendable, Codable {
         self.source = source
         self.makeThumbnail = makeThumbnail
         self.makeStore = makeStore
-        self.keptStore = keptStore
         self.temporaryPath = temporaryPath
         self.hashSource = hashSource
     }
@@ -125,46 +121,55 @@ public struct ItemJobRunner: Sendable {
     /// The work after the header, by the item's ``DecodePlan``.
     private func make(_ job: ItemJob, header: SourceHeader, outcome: inout ItemOutcome, spans: inout Spans) throws {
         let path = job.source
-        let plan = DecodePlan.choose(for: header, store: settings.store)
+        let plan = DecodePlan.choose(
+            for: header, canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height)
         outcome.decoded = true
-        if job.makeStore {
-            switch plan {
-            case .fromStore:
-                try writeStore(job, outcome: &outcome, spans: &spans) {
-                    try thumbnailer.decode.fullSize(path, header: header)
+        switch plan {
+        case .tap(let factor):
+            // One streaming decode; the store (or a drain) pulls every pixel past the tap.
+            var decoded = try thumbnailer.decode.fullSize(path, header: header)
+            let tap = try Self.vips { try ThumbnailTap(for: decoded.image, factor: factor) }
+            try withExtendedLifetime(tap) {
+                decoded.image = try Self.vips { try tap.tapping(decoded.image) }
+                if job.makeStore {
+                    try writeStore(job, outcome: &outcome, spans: &spans) { decoded }
+                } else {
+                    try spans.measure(.decode) { () throws(ItemFailure) in
+                        try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
+                    }
                 }
-                // The thumbnail is made from the store file: it follows the new one,
-                // even when only the store was asked for.
-                outcome.thumbnail = try thumbnailOfStoreFile(job.temporaryPath, spans: &spans)
-            case .once where job.makeThumbnail:
-                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
-                }
-                outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans)
-                try writeStore(job, outcome: &outcome, spans: &spans) { decoded }
-            case .once, .twice:
                 if job.makeThumbnail {
-                    outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
-                }
-                try writeStore(job, outcome: &outcome, spans: &spans) {
-                    try thumbnailer.decode.fullSize(path, header: header)
+                    outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
                 }
             }
-        } else if job.makeThumbnail {
-            switch plan {
-            case .fromStore:
-                // A fresh run makes this thumbnail from the store file: so does a redo,
-                // from the kept one, without decoding the source.
-                outcome.thumbnail = try thumbnailOfStoreFile(job.keptStore, spans: &spans)
-                outcome.decoded = false
-            case .once:
-                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
-                }
-                outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans)
-            case .twice:
+        case .once:
+            let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
+            }
+            if job.makeThumbnail { outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans) }
+            if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
+        case .twice:
+            if job.makeThumbnail {
                 outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
             }
+            if job.makeStore {
+                try writeStore(job, outcome: &outcome, spans: &spans) {
+                    try thumbnailer.decode.fullSize(path, header: header)
+                }
+            }
+        }
+    }
+
+    /// Runs a libvips step, turning its error into the item's failure.
+    private static func vips<T>(format: String = "image", _ body: () throws -> T) throws(ItemFailure) -> T {
+        do {
+            return try body()
+        } catch let error as VipsError {
+            throw Decode.failure(error, format: format, stage: .decode)
+        } catch let error as ItemFailure {
+            throw error
+        } catch {
+            throw ItemFailure(.decode, "\(error)")
         }
     }
 
@@ -178,12 +183,6 @@ public struct ItemJobRunner: Sendable {
         try file.flushAndClose()
         outcome.storeWritten = true
         outcome.storeHash = ContentHash.file(job.temporaryPath)
-    }
-
-    /// A thumbnail made from a store file: its header, then shrink-on-load.
-    private func thumbnailOfStoreFile(_ file: String, spans: inout Spans) throws(ItemFailure) -> Data {
-        let stored = try spans.measure(.decode) { () throws(ItemFailure) in try thumbnailer.decode.header(of: file) }
-        return try thumbnailer.thumbnail(for: file, header: stored, spans: &spans)
     }
 
     static func fileSize(_ path: String) -> Int64 {

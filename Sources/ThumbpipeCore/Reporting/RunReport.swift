@@ -29,7 +29,7 @@ public struct RunReport: Sendable, Codable {
         public var parentPeakRSSBytes = 0
         /// The largest single worker.
         public var largestWorkerPeakRSSBytes = 0
-        /// The workers' peaks added over the worker slots: the most they can have held at one time.
+        /// The workers' peaks added over the worker slots: a bound on what they can have held at one time.
         public var workersPeakRSSBytes = 0
     }
 
@@ -52,7 +52,8 @@ public struct RunReport: Sendable, Codable {
     public var settings: PipelineSettings?
     public var stages: [String: StageTimings.Summary] = [:]
     public var throughput = Throughput()
-    /// Parent plus workers: ``Memory/parentPeakRSSBytes`` + ``Memory/workersPeakRSSBytes``.
+    /// The parent and its workers together: the highest total resident memory,
+    /// sampled every 50 ms during the run.
     public var peakRSSBytes = 0
     public var memory = Memory()
     public var incremental = Incremental()
@@ -83,7 +84,7 @@ public struct RunReport: Sendable, Codable {
         memory = Memory(
             parentPeakRSSBytes: result.parentPeakRSSBytes, largestWorkerPeakRSSBytes: result.largestWorkerPeakRSSBytes,
             workersPeakRSSBytes: result.workersPeakRSSBytes)
-        peakRSSBytes = result.parentPeakRSSBytes + result.workersPeakRSSBytes
+        peakRSSBytes = result.peakRSSBytes
         incremental = Incremental(
             new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0,
             unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,

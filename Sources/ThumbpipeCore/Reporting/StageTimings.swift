@@ -100,3 +100,53 @@ public enum ProcessMemory {
         return 0
     }
 }
+
+extension ProcessMemory {
+    /// The current resident set size of process `pid` in bytes (from /proc/PID/statm), or 0.
+    public static func residentBytes(pid: pid_t) -> Int {
+        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 127) }
+        guard n > 0 else { return 0 }
+        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+/// Samples the resident memory of a run, the parent and its live workers
+/// together, every `interval`: the peak of the sum is what the machine held.
+final class MemorySampler: Sendable {
+    private let peak = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts sampling; `workers` gives the live worker pids at each sample.
+    init(interval: Double = 0.05, workers: @escaping @Sendable () -> [pid_t]) {
+        let thread = Thread { [self] in
+            while running.load(ordering: .relaxed) {
+                sample(workers())
+                usleep(UInt32(interval * 1e6))
+            }
+            done.signal()
+        }
+        thread.name = "thumbpipe-memory"
+        thread.start()
+    }
+
+    private func sample(_ workers: [pid_t]) {
+        let total = workers.reduce(ProcessMemory.residentBytes(pid: getpid())) {
+            $0 + ProcessMemory.residentBytes(pid: $1)
+        }
+        _ = peak.max(total, ordering: .relaxed)
+    }
+
+    /// Stops sampling and returns the highest total seen.
+    func stop() -> Int {
+        running.store(false, ordering: .relaxed)
+        done.wait()
+        return peak.load(ordering: .relaxed)
+    }
+}

@@ -81,9 +81,12 @@ public struct RunResult: Sendable {
     public var parentPeakRSSBytes = 0
     /// Peak resident memory of the largest worker.
     public var largestWorkerPeakRSSBytes = 0
-    /// The workers' peak resident memory, added over the worker slots: the most
-    /// they can have held at one time.
+    /// The workers' peak resident memory, added over the worker slots: a bound
+    /// on what they can have held at one time.
     public var workersPeakRSSBytes = 0
+    /// The highest resident memory of the parent and its workers together,
+    /// sampled every 50 ms during the run.
+    public var peakRSSBytes = 0
 }
 
 /// Callbacks from a run, called in manifest order from the thread that writes the archive.
@@ -203,6 +206,7 @@ public final class BatchRunner: Sendable {
             dispenser.stop()
             supervisor.cancel()
         }
+        let sampler = MemorySampler { supervisor.workerPids }
         let done = DispatchGroup()
         for slot in 0..<options.jobs {
             done.enter()
@@ -221,6 +225,7 @@ public final class BatchRunner: Sendable {
             thread.start()
         }
         done.wait()
+        let sampledPeak = sampler.stop()
         supervisor.shutDown()
 
         let failure: (any Error)? = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : fatal.withLock { $0 }
@@ -246,6 +251,7 @@ public final class BatchRunner: Sendable {
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
         result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
+        result.peakRSSBytes = max(sampledPeak, result.parentPeakRSSBytes, result.largestWorkerPeakRSSBytes)
         if let plan {
             result.classes = plan.counts
             result.timeSavedSeconds = plan.work.filter { $0.itemClass == .unchanged }.reduce(0) {
@@ -296,7 +302,7 @@ public final class BatchRunner: Sendable {
         }
         let job = ItemJob(
             index: index, itemKey: item.itemKey, source: path, makeThumbnail: needsThumbnail, makeStore: needsStore,
-            keptStore: store.path(forKey: item.itemKey), temporaryPath: TemporaryFile.name(in: options.outputFolder),
+            temporaryPath: TemporaryFile.name(in: options.outputFolder),
             hashSource: work?.sourceUnchanged != true)
         var outcome = try supervisor.run(job, slot: slot)
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }

@@ -209,6 +209,9 @@ final class Supervisor: Sendable {
     /// the most the workers can have held at one time.
     var workersPeakRSSBytes: Int { peaks.withLock { $0.values.reduce(0, +) } }
 
+    /// The process ids of the workers alive now.
+    var workerPids: [pid_t] { live.withLock { $0.values.map(\.pid) } }
+
     /// The highest peak RSS any single worker reported.
     var largestWorkerPeakRSSBytes: Int { peaks.withLock { $0.values.max() ?? 0 } }
 

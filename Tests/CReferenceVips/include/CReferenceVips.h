@@ -15,4 +15,10 @@ int reference_thumbnail(const char *path, int width, int height, float **pixels,
 /// Frees what reference_thumbnail returned.
 void reference_free(void *pixels);
 
+/// Makes a test image: `source` scaled and centre-cropped to exactly
+/// width × height, written to `destination` (its suffix picks the format, and
+/// may carry libvips save options: "x.png[interlace]", "x.jpg[Q=90]").
+int reference_make_image(const char *source, const char *destination, int width, int height, char *error,
+                         size_t error_size);
+
 #endif
