@@ -246,6 +246,10 @@ struct CVipsShimTap {
     guint64 *sums;            // out_width × out_height × 4: Σ c·a for c = R, G, B, then Σ a
     unsigned char *rows_done; // per input row, once accumulated by a full-width strip
     unsigned char *pixels_done; // per input pixel, for other rectangles (allocated when first needed)
+    // 3-band images, full-width rows: per block row, the column sums of its rows
+    // so far (one vectorisable add per byte), folded into `sums` when the block row is whole.
+    guint32 **column_sums;
+    int *rows_in_block;
     GMutex lock;
 };
 
@@ -260,6 +264,8 @@ CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
     tap->out_height = (height + factor - 1) / factor;
     tap->sums = g_new0(guint64, (size_t)tap->out_width * tap->out_height * 4);
     tap->rows_done = g_new0(unsigned char, height);
+    tap->column_sums = g_new0(guint32 *, tap->out_height);
+    tap->rows_in_block = g_new0(int, tap->out_height);
     g_mutex_init(&tap->lock);
     return tap;
 }
@@ -269,6 +275,9 @@ void CVipsShim_tap_free(CVipsShimTap *tap) {
     g_free(tap->sums);
     g_free(tap->rows_done);
     g_free(tap->pixels_done);
+    for (int i = 0; i < tap->out_height; i++) g_free(tap->column_sums[i]);
+    g_free(tap->column_sums);
+    g_free(tap->rows_in_block);
     g_mutex_clear(&tap->lock);
     g_free(tap);
 }
@@ -310,6 +319,44 @@ static void tap_add_span(CVipsShimTap *tap, const VipsPel *p, int left, int coun
     }
 }
 
+static void tap_fold(CVipsShimTap *tap, int oy);
+
+// Adds one whole row of a 3-band image to its block row's column sums, and folds
+// the block row into the block sums once all its rows are in.
+static void tap_add_row3(CVipsShimTap *tap, const VipsPel *p, int y) {
+    const int f = tap->factor, oy = y / f, n = tap->width * 3;
+    if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint32, n);
+    guint32 *restrict columns = tap->column_sums[oy];
+    for (int i = 0; i < n; i++) columns[i] += p[i];
+    if (++tap->rows_in_block[oy] < MIN(f, tap->height - oy * f)) return;
+    tap_fold(tap, oy);
+}
+
+// Folds the column sums of block row `oy` (the rows added so far) into the block sums.
+static void tap_fold(CVipsShimTap *tap, int oy) {
+    const int f = tap->factor, rows = tap->rows_in_block[oy];
+    const guint32 *columns = tap->column_sums[oy];
+    if (!columns) return;
+    guint64 *row = tap->sums + (size_t)oy * tap->out_width * 4;
+    for (int block = 0; block < tap->out_width; block++) {
+        int start = block * f, stop = MIN(tap->width, start + f);
+        guint64 r = 0, g = 0, b = 0;
+        for (int x = start; x < stop; x++) {
+            r += columns[x * 3];
+            g += columns[x * 3 + 1];
+            b += columns[x * 3 + 2];
+        }
+        guint64 *sum = row + (size_t)block * 4;
+        sum[0] += r * 255;
+        sum[1] += g * 255;
+        sum[2] += b * 255;
+        sum[3] += (guint64)(stop - start) * rows * 255;
+    }
+    g_free(tap->column_sums[oy]);
+    tap->column_sums[oy] = NULL;
+    tap->rows_in_block[oy] = 0;
+}
+
 static void tap_accumulate(CVipsShimTap *tap, VipsRegion *region, const VipsRect *r) {
     const int bands = tap->bands;
     g_mutex_lock(&tap->lock);
@@ -317,11 +364,19 @@ static void tap_accumulate(CVipsShimTap *tap, VipsRegion *region, const VipsRect
         if (r->left == 0 && r->width == tap->width) {
             if (tap->rows_done[y]) continue;
             tap->rows_done[y] = 1;
-            tap_add_span(tap, VIPS_REGION_ADDR(region, 0, y), 0, r->width, y);
+            if (bands == 3 && !tap->pixels_done) {
+                tap_add_row3(tap, VIPS_REGION_ADDR(region, 0, y), y);
+            } else {
+                tap_add_span(tap, VIPS_REGION_ADDR(region, 0, y), 0, r->width, y);
+            }
         } else {
             // A rectangle that is not a full-width strip: count each pixel once.
             if (tap->rows_done[y]) continue;
-            if (!tap->pixels_done) tap->pixels_done = g_new0(unsigned char, (size_t)tap->width * tap->height);
+            if (!tap->pixels_done) {
+                tap->pixels_done = g_new0(unsigned char, (size_t)tap->width * tap->height);
+                // From now on every pixel goes straight to the block sums: fold what waits.
+                for (int oy = 0; oy < tap->out_height; oy++) tap_fold(tap, oy);
+            }
             unsigned char *done = tap->pixels_done + (size_t)y * tap->width;
             const VipsPel *p = VIPS_REGION_ADDR(region, r->left, y);
             for (int x = r->left; x < r->left + r->width; x++, p += bands) {
@@ -364,6 +419,9 @@ int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap) {
 
 int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out) {
     const int f = tap->factor, w = tap->out_width, h = tap->out_height;
+    g_mutex_lock(&tap->lock);
+    for (int oy = 0; oy < h; oy++) tap_fold(tap, oy);
+    g_mutex_unlock(&tap->lock);
     float *pixels = g_new(float, (size_t)w * h * 4);
     for (int oy = 0; oy < h; oy++) {
         int bh = MIN(f, tap->height - oy * f);

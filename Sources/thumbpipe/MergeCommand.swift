@@ -22,8 +22,10 @@ enum MergeCommand {
         let parts = try args.finish(command: "merge")
         let result = try Merge.run(parts: parts, output: output)
         terminal.diagnostic(
-            "thumbpipe: merged \(parts.count) parts: \(result.items) items, \(result.linked) store files linked, \(result.copied) copied → \(output)"
+            "thumbpipe: merged \(parts.count) parts: \(result.items) items, \(result.linked) store files linked, \(result.copied) copied"
+                + (result.removed > 0 ? ", \(result.removed) gone items' store files removed" : "")
+                + (result.failures > 0 ? ", \(result.failures) failed in their parts" : "") + " → \(output)"
         )
-        return 0
+        return result.failures > 0 ? 1 : 0
     }
 }

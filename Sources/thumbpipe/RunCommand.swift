@@ -32,6 +32,9 @@ enum RunCommand {
           --force                   redo every item, whatever the previous run did
           --dry-run                 print what a run would do (new, changed, unchanged,
                                     removed) and write nothing; with --json, as JSON
+          --max-removed N|P%        refuse a run that would remove more of the previous
+                                    run's items than this (default 10%); an empty
+                                    manifest over a folder with items is always refused
           --verify-content          re-hash sources and store files instead of trusting
                                     their size and modification time
           --shard K/N               do only the items whose itemKey hashes to shard K of N
@@ -62,6 +65,7 @@ enum RunCommand {
         let dryRun = args.flag("--dry-run")
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
+        let maxRemoved = try args.option("--max-removed").map { try RemovalLimit(parsing: $0) } ?? .standard
         let shard = try args.option("--shard").map { try Shard(parsing: $0) }
         let jobs =
             try args.option("-j", "--jobs").map {
@@ -122,21 +126,30 @@ enum RunCommand {
         let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
 
         if dryRun {
+            let lock = try OutputLock.ifPresent(folder: output)
+            defer { withExtendedLifetime(lock) {} }
             let statePath = RunState.path(in: output)
             let state =
                 FileManager.default.fileExists(atPath: statePath) ? try RunState(folder: output, readOnly: true) : nil
             let plan = try IncrementalPlan.make(
                 manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
                 verifyContent: verifyContent)
+            try plan.checkRemovals(
+                limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
             printPlan(plan, manifest: manifest, json: json)
             return 0
         }
-        try BatchRunner.prepareOutputFolder(output)
+        let lock = try BatchRunner.prepareOutputFolder(output)
+        let hadState = FileManager.default.fileExists(atPath: RunState.path(in: output))
         let state = try RunState(folder: output)
+        try OutputGuard.check(
+            manifest: manifest, settings: settings, state: hadState ? state : nil, outputFolder: output)
         let plan = try IncrementalPlan.make(
             manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
             verifyContent: verifyContent)
-        let options = RunOptions(outputFolder: output, jobs: jobs)
+        try plan.checkRemovals(
+            limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
+        let options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
         let total = manifest.items.count
         let hooks = RunHooks(
             onFailure: { failure in

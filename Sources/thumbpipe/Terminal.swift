@@ -63,11 +63,24 @@ final class Terminal: Sendable {
     }
 
     static func write(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        writeAll(2, text)
     }
 }
 
 /// Standard output, for data and help.
 func printOut(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    writeAll(1, text + "\n")
+}
+
+/// Writes all of `text` to `fd`; a closed descriptor or a reader that went away
+/// (EBADF, EPIPE) loses the text, never the run.
+func writeAll(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        offset += n
+    }
 }

@@ -31,7 +31,7 @@ let usage = """
 func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())
     guard let command = arguments.first else {
-        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        writeAll(2, usage + "\n")
         return ThumbpipeError.Kind.usage.rawValue
     }
     arguments.removeFirst()
@@ -73,4 +73,7 @@ Allocator.configureForBatchWork()
 // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
 // reported (exit 74), not kill the process with SIGXFSZ.
 signal(SIGXFSZ, SIG_IGN)
+// A reader that goes away (`run … | head -2`) must not kill a run with its
+// archive half-done: writes to it fail with EPIPE, which diagnostics ignore.
+signal(SIGPIPE, SIG_IGN)
 exit(main())

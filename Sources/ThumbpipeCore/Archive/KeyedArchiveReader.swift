@@ -83,6 +83,10 @@ public final class KeyedArchiveReader {
         }
         let dateDict = try plist.dictionary(try object(KeyedArchiveKeys.dateCreated), "\(label).dateCreated")
         let time = try plist.real(dateDict[KeyedArchiveKeys.time], "\(label).dateCreated NS.time")
+        // NSDate's range: ±10,000 years around 2001 is more than any photo needs.
+        guard time.isFinite, abs(time) < 316_000_000_000 else {
+            throw ArchiveFormatError("\(label).dateCreated \(time) is not a date")
+        }
         let value = try plist.integer(dict[KeyedArchiveKeys.valueInDollars], "\(label).valueInDollars")
         guard let dollars = Int32(exactly: value) else {
             throw ArchiveFormatError("\(label).valueInDollars \(value) does not fit a 32-bit integer")
@@ -92,10 +96,15 @@ public final class KeyedArchiveReader {
             let ref = try object(KeyedArchiveKeys.thumbnailData)
             if try !plist.isNull(ref) { thumbnail = try plist.data(ref, "\(label).thumbnailData") }
         }
+        let key = try text(KeyedArchiveKeys.itemKey)
+        // Keys name files (store files, extracted thumbnails): the manifest's rule holds here too.
+        guard ManifestItem.isSafeKey(key) else {
+            throw ArchiveFormatError("\(label).itemKey '\(key)' is not a safe file name")
+        }
         return ArchivedItem(
             itemName: try text(KeyedArchiveKeys.itemName), serialNumber: try text(KeyedArchiveKeys.serialNumber),
             valueInDollars: dollars, dateCreated: Date(timeIntervalSinceReferenceDate: time),
-            itemKey: try text(KeyedArchiveKeys.itemKey), thumbnailData: thumbnail)
+            itemKey: key, thumbnailData: thumbnail)
     }
 
     /// The item at `position`, with a damaged item reported as a user's error.

@@ -57,6 +57,9 @@ public struct ItemOutcome: Sendable, Codable {
     public var decoded = false
     /// The source's content hash, when asked for.
     public var sourceHash: String?
+    /// The source's size and modification time before it was opened: what the
+    /// state records, so a source replaced while it was read counts as changed next run.
+    var sourceStamp: FileStamp?
     /// The worker's peak resident memory so far.
     public var peakRSSBytes = 0
 
@@ -81,9 +84,12 @@ public struct ItemJobRunner: Sendable {
 
     /// Runs `job`: header, the decode plan, then what the job asks for. Never
     /// throws: every failure is in the outcome.
-    public func run(_ job: ItemJob) -> ItemOutcome {
+    /// - Parameter beforeOpen: called once the source's stamp is taken, just before it is opened.
+    public func run(_ job: ItemJob, beforeOpen: () -> Void = {}) -> ItemOutcome {
         _ = Vips.takeWarnings()
         var outcome = ItemOutcome()
+        outcome.sourceStamp = FileStamp(path: job.source)
+        beforeOpen()
         var spans = Spans()
         do {
             let header = try spans.measure(.decode) { () throws(ItemFailure) in

@@ -282,6 +282,11 @@ extension PipelineSettings {
         guard thumbnail.width > 0, thumbnail.height > 0, thumbnail.scale > 0 else {
             throw bad("thumbnail width, height and scale must be greater than 0")
         }
+        // Checked in floating point first: a huge value must not reach an Int conversion.
+        guard (thumbnail.width * thumbnail.scale).isFinite, (thumbnail.height * thumbnail.scale).isFinite,
+            thumbnail.width * thumbnail.scale < 4096.5, thumbnail.height * thumbnail.scale < 4096.5,
+            thumbnail.cornerRadius.isFinite
+        else { throw bad("thumbnail canvas must be 1 to 4096 pixels a side (width × scale, height × scale)") }
         guard thumbnail.pixelWidth >= 1, thumbnail.pixelHeight >= 1, thumbnail.pixelWidth <= 4096,
             thumbnail.pixelHeight <= 4096
         else { throw bad("thumbnail canvas must be 1 to 4096 pixels a side") }

@@ -22,11 +22,15 @@ public struct ItemFailure: Error, Sendable, Codable, CustomStringConvertible {
     public var stage: Stage
     /// One line a user can act on, e.g. `truncated JPEG (Premature end of JPEG file)`.
     public var message: String
+    /// Whether the failure is a circumstance of this run (a timeout, a crashed
+    /// worker) rather than a property of the source: such items are tried again next run.
+    public var transient = false
 
     /// Creates a failure at `stage`.
-    public init(_ stage: Stage, _ message: String) {
+    public init(_ stage: Stage, _ message: String, transient: Bool = false) {
         self.stage = stage
         self.message = message
+        self.transient = transient
     }
 
     public var description: String { message }

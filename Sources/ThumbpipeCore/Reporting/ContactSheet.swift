@@ -81,7 +81,9 @@ public struct ContactSheet: Sendable {
         var sheet = ContactSheet(columns: columns, perSheet: perSheet)
         // The first thumbnail sets the box size: one run's thumbnails share it.
         for index in 0..<reader.count {
-            if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png) {
+            if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png),
+                size.width <= Self.largestThumbnail, size.height <= Self.largestThumbnail
+            {
                 sheet.layout.thumbnailWidth = size.width
                 sheet.layout.thumbnailHeight = size.height
                 break
@@ -109,9 +111,21 @@ public struct ContactSheet: Sendable {
         return paths
     }
 
+    /// The largest thumbnail side a sheet draws (thumbpipe's canvas is at most
+    /// 4096): a PNG header claiming more is refused before anything is decoded.
+    static let largestThumbnail = 4096
+
     /// Draws one item's cell: its thumbnail (or an empty box) and its name.
     func draw(_ item: ArchivedItem, at index: Int, on canvas: inout RGBABuffer) throws {
         let origin = layout.thumbnailOrigin(of: index)
+        if let png = item.thumbnailData, let size = PNGInfo.size(png),
+            size.width > Self.largestThumbnail || size.height > Self.largestThumbnail
+        {
+            throw ThumbpipeError(
+                .dataError,
+                "item \(index + 1) (\(item.itemKey)): its thumbnail claims \(size.width)×\(size.height) pixels, "
+                    + "over the \(Self.largestThumbnail) a contact sheet draws")
+        }
         if let png = item.thumbnailData, let pixels = try? Self.decode(png) {
             Self.blend(
                 pixels, onto: &canvas, x: origin.x, y: origin.y, maxWidth: layout.thumbnailWidth,

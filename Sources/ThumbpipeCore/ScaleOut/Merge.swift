@@ -10,6 +10,10 @@ public enum Merge {
         /// Store files hard-linked (same file system) and copied (otherwise).
         public var linked: Int
         public var copied: Int
+        /// Items that failed in their part.
+        public var failures = 0
+        /// Store files of an earlier merge into the same folder whose items are gone.
+        public var removed = 0
     }
 
     /// Checks the parts and merges them into `output`.
@@ -23,7 +27,11 @@ public enum Merge {
             throw ThumbpipeError(.usage, "\(twice) is given twice")
         }
         let out = URL(fileURLWithPath: output).standardizedFileURL.path
-        if resolved.contains(out) { throw ThumbpipeError(.usage, "the output folder \(output) is one of the parts") }
+        // Compared as the file system sees them: -o may be a symlink to a part.
+        let realParts = Set(parts.compactMap(OutputGuard.realPath))
+        if resolved.contains(out) || OutputGuard.realPath(output).map(realParts.contains) == true {
+            throw ThumbpipeError(.usage, "the output folder \(output) is one of the parts")
+        }
         let infos = try parts.map { try ShardInfo.read(from: $0) }
         let first = infos[0]
         for (part, info) in zip(parts, infos) {
@@ -64,7 +72,23 @@ public enum Merge {
             )
         }
 
-        try BatchRunner.prepareOutputFolder(output)
+        let lock = try BatchRunner.prepareOutputFolder(output)
+        defer { withExtendedLifetime(lock) {} }
+        // What an earlier merge into this folder archived: its store files are ours to remove.
+        let archivePath = output + "/" + first.archiveFileName
+        var earlierKeys = Set<String>()
+        if FileManager.default.fileExists(atPath: archivePath) {
+            guard (try? RunReport.read(output + "/.thumbpipe/report.json"))?.mergedFrom != nil else {
+                throw ThumbpipeError(
+                    .cannotCreate, "\(archivePath) exists and was not written by thumbpipe merge; choose another -o")
+            }
+            let earlier = try KeyedArchiveReader(path: archivePath)
+            for index in 0..<earlier.count {
+                if let item = try? earlier.validItem(at: index), item.thumbnailData != nil {
+                    earlierKeys.insert(item.itemKey)
+                }
+            }
+        }
         let writer = try KeyedArchiveWriter(
             path: output + "/" + first.archiveFileName, className: first.className, itemCount: first.manifestItems)
         var cursors = [Int](repeating: 0, count: parts.count)
@@ -81,7 +105,12 @@ public enum Merge {
                 let item = try readers[part].validItem(at: cursors[part])
                 cursors[part] += 1
                 let source = parts[part] + "/" + item.itemKey
-                if item.thumbnailData != nil, FileManager.default.fileExists(atPath: source) {
+                earlierKeys.remove(item.itemKey)
+                if item.thumbnailData != nil {
+                    guard FileManager.default.fileExists(atPath: source) else {
+                        throw ThumbpipeError(
+                            .noInput, "\(source): store file missing from its part; run that shard again")
+                    }
                     if try place(source, at: output + "/" + item.itemKey) {
                         result.linked += 1
                     } else {
@@ -91,8 +120,11 @@ public enum Merge {
                 try writer.append(item)
                 result.items += 1
             }
-            try mergeReports(parts: parts, output: output)
+            result.failures = try mergeReports(parts: parts, output: output)
             try writer.finish()
+            for key in earlierKeys {
+                if unlink(output + "/" + key) == 0 { result.removed += 1 }
+            }
         } catch {
             writer.abandon()
             throw error
@@ -105,15 +137,19 @@ public enum Merge {
     /// file is replaced atomically), or copies it across file systems.
     /// - Returns: true when linked.
     static func place(_ source: String, at target: String) throws -> Bool {
+        var a = stat()
+        var b = stat()
+        if stat(source, &a) == 0, lstat(target, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+            return true  // already this very file (a merge done before)
+        }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
-        let temporary = try TemporaryFile(in: folder, for: URL(fileURLWithPath: target).lastPathComponent)
-        let path = temporary.path
-        temporary.discard()
+        let path = TemporaryFile.name(in: folder)
         if link(source, path) == 0 {
-            if rename(path, target) != 0 {
-                unlink(path)
-                throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(ThumbpipeError.errnoText())")
-            }
+            let renamed = rename(path, target) == 0
+            let reason = ThumbpipeError.errnoText()
+            // rename between two links of one file succeeds and does nothing: never leave the temporary.
+            unlink(path)
+            if !renamed { throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(reason)") }
             return true
         }
         guard let data = FileManager.default.contents(atPath: source) else {
@@ -125,7 +161,9 @@ public enum Merge {
 
     /// Sums the parts' reports into the output's: counts, stages, memory
     /// (the largest part's), failures and warnings.
-    static func mergeReports(parts: [String], output: String) throws {
+    /// - Returns: how many items failed in the parts.
+    @discardableResult
+    static func mergeReports(parts: [String], output: String) throws -> Int {
         var merged = RunReport()
         merged.mergedFrom = parts
         for part in parts {
@@ -151,6 +189,8 @@ public enum Merge {
         }
         merged.failures.sort { $0.line < $1.line }
         merged.warnings.sort { $0.line < $1.line }
+        merged.counts.failed = merged.failures.count
         try merged.write(outputFolder: output)
+        return merged.failures.count
     }
 }

@@ -11,10 +11,15 @@ public struct RunOptions: Sendable {
     public var window: Int
     /// The `thumbpipe` executable the workers run (`thumbpipe __worker`).
     public var workerExecutable: String
+    /// The output folder's lock, when the caller already holds it (else the run takes it).
+    public var lock: OutputLock?
 
     /// Creates options; `window` defaults to four items per job, the worker
     /// executable to this process's own.
-    public init(outputFolder: String, jobs: Int, window: Int? = nil, workerExecutable: String? = nil) {
+    public init(
+        outputFolder: String, jobs: Int, window: Int? = nil, workerExecutable: String? = nil, lock: OutputLock? = nil
+    ) {
+        self.lock = lock
         self.outputFolder = outputFolder
         self.jobs = max(1, jobs)
         self.window = max(2, window ?? 4 * max(1, jobs))
@@ -164,9 +169,11 @@ public final class BatchRunner: Sendable {
         store = ImageStore(folder: options.outputFolder, settings: settings.store)
     }
 
-    /// Creates the output folder if needed and checks it can be written.
-    /// - Throws: ``ThumbpipeError`` (73).
-    public static func prepareOutputFolder(_ folder: String) throws {
+    /// Creates the output folder if needed, checks it can be written, takes its
+    /// lock, and removes the temporaries of runs that no longer hold it.
+    /// - Returns: the lock, held until it is released.
+    /// - Throws: ``ThumbpipeError`` (73), also when another thumbpipe holds the folder.
+    public static func prepareOutputFolder(_ folder: String) throws -> OutputLock {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: folder + "/.thumbpipe", withIntermediateDirectories: true)
@@ -178,8 +185,11 @@ public final class BatchRunner: Sendable {
             throw ThumbpipeError(
                 .cannotCreate, "\(folder): output folder is not writable: \(ThumbpipeError.errnoText())")
         }
+        let lock = try OutputLock(folder: folder)
+        // The lock is ours: every temporary here belongs to a run that is gone.
         TemporaryFile.removeStale(in: folder)
         TemporaryFile.removeStale(in: folder + "/.thumbpipe")
+        return lock
     }
 
     /// Runs every item; writes store files, then the report, then `items.archive`.
@@ -192,7 +202,7 @@ public final class BatchRunner: Sendable {
         throws -> RunResult
     {
         let started = Spans.now
-        try Self.prepareOutputFolder(options.outputFolder)
+        let lock = try options.lock ?? Self.prepareOutputFolder(options.outputFolder)
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
         let dispenser = Dispenser(count: manifest.items.count, window: options.window)
@@ -242,6 +252,7 @@ public final class BatchRunner: Sendable {
             try state?.remove(keys: plan.removed)
         }
         try state?.commit()
+        if state != nil { OutputGuard.clearClaims(in: options.outputFolder) }
         let totals = sink.totals
         var result = RunResult(
             total: manifest.items.count, succeeded: totals.succeeded,
@@ -271,6 +282,7 @@ public final class BatchRunner: Sendable {
         }
         TemporaryFile.syncFolder(options.outputFolder)
         result.seconds = Double(Spans.now - started) / 1e9
+        withExtendedLifetime(lock) {}
         return result
     }
 
@@ -312,6 +324,7 @@ public final class BatchRunner: Sendable {
         if outcome.storeWritten {
             if case .success = thumbnail {
                 var spans = Spans()
+                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
                 try spans.measure(.store) {
                     try TemporaryFile.commitClosed(job.temporaryPath, to: store.path(forKey: item.itemKey))
                 }
@@ -372,8 +385,12 @@ public final class BatchRunner: Sendable {
             finished.bytesRead = outcome.bytesRead
             finished.decoded = outcome.decoded
             if state != nil {
-                finished.record = record(
-                    item, work: work, outcome: outcome, failure: failure, date: archived.dateCreated)
+                if failure?.transient == true {
+                    finished.forget = true
+                } else {
+                    finished.record = record(
+                        item, work: work, outcome: outcome, failure: failure, date: archived.dateCreated)
+                }
             }
         }
         return finished
@@ -390,14 +407,16 @@ public final class BatchRunner: Sendable {
         -> ItemRecord
     {
         let previous = work?.previous
-        let source = item.imagePath.flatMap { FileStamp(path: $0) }
+        let source = outcome?.sourceStamp ?? item.imagePath.flatMap { FileStamp(path: $0) }
         let stored = failure == nil ? FileStamp(path: store.path(forKey: item.itemKey)) : nil
         let storeHash = outcome?.storeWritten == true ? outcome?.storeHash : previous?.storeHash
         return ItemRecord(
             itemKey: item.itemKey, sourcePath: item.imagePath ?? "", sourceSize: source?.size ?? -1,
             sourceModified: source?.modified ?? -1,
             sourceHash: outcome?.sourceHash ?? (work?.sourceUnchanged == true ? previous?.sourceHash : nil) ?? "",
-            thumbnailFingerprint: plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings),
+            thumbnailFingerprint: failure != nil
+                ? IncrementalPlan.failureFingerprint(settings)
+                : plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings),
             storeFingerprint: plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings),
             dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
             storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",

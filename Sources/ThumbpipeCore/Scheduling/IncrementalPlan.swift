@@ -56,6 +56,14 @@ public struct IncrementalPlan: Sendable {
         )
     }
 
+    /// The fingerprint a failed item is recorded with: every limit that can make
+    /// an item fail. A failure is kept while the source and these stay the same.
+    public static func failureFingerprint(_ settings: PipelineSettings) -> String {
+        let l = settings.limits
+        return ContentHash.hex(
+            "failure|\(thumbnailFingerprint(settings))|\(l.timeoutSeconds)|\(l.workerMemoryBytes)")
+    }
+
     /// The fingerprint of the settings that shape a store file.
     public static func storeFingerprint(_ settings: PipelineSettings) -> String {
         let s = settings.store
@@ -76,6 +84,7 @@ public struct IncrementalPlan: Sendable {
     ) throws -> IncrementalPlan {
         let thumbnailFP = thumbnailFingerprint(settings)
         let storeFP = storeFingerprint(settings)
+        let failureFP = failureFingerprint(settings)
         var work: [ItemWork] = []
         work.reserveCapacity(manifest.items.count)
         for item in manifest.items {
@@ -113,17 +122,21 @@ public struct IncrementalPlan: Sendable {
                 continue
             }
             var reasons: [String] = []
-            var needsThumbnail = previous.thumbnailFingerprint != thumbnailFP
-            if needsThumbnail { reasons.append("thumbnail settings changed") }
-            var needsStore = previous.storeFingerprint != storeFP
-            if needsStore { reasons.append("store settings changed") }
+            var needsThumbnail: Bool
+            var needsStore: Bool
             if previous.failure != nil {
-                // A failure is kept while neither its source nor the settings change.
-                if needsThumbnail || needsStore {
-                    needsThumbnail = true
-                    needsStore = true
-                }
-            } else if !needsStore {
+                // A failure is kept while neither its source nor the limits change.
+                let retry = previous.thumbnailFingerprint != failureFP
+                if retry { reasons.append("limits changed since it failed") }
+                needsThumbnail = retry
+                needsStore = retry
+            } else {
+                needsThumbnail = previous.thumbnailFingerprint != thumbnailFP
+                if needsThumbnail { reasons.append("thumbnail settings changed") }
+                needsStore = previous.storeFingerprint != storeFP
+                if needsStore { reasons.append("store settings changed") }
+            }
+            if previous.failure == nil && !needsStore {
                 let storePath = outputFolder + "/" + item.itemKey
                 let storeStamp = FileStamp(path: storePath)
                 if storeStamp == nil {
@@ -147,5 +160,70 @@ public struct IncrementalPlan: Sendable {
         let removed = try (state?.keys() ?? []).filter { !keys.contains($0) }
         return IncrementalPlan(
             work: work, removed: removed, thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
+    }
+}
+
+/// How many of the previous run's items one run may remove (`--max-removed N|P%`).
+public struct RemovalLimit: Sendable, Equatable {
+    /// A count, or a percentage of the previous items.
+    public var count: Int?
+    public var percent: Double?
+
+    /// The default: 10 % of the previous items.
+    public static let standard = RemovalLimit(count: nil, percent: 10)
+
+    /// Parses `N` or `P%`.
+    /// - Throws: ``ThumbpipeError`` (64) for anything else.
+    public init(parsing text: String) throws {
+        let bad = ThumbpipeError(
+            .usage, "--max-removed takes a count (e.g. 25) or a percentage (e.g. 20%), not '\(text)'")
+        if text.hasSuffix("%") {
+            guard let value = Double(text.dropLast()), value.isFinite, value >= 0, value <= 100 else { throw bad }
+            percent = value
+        } else {
+            guard let value = Int(text), value >= 0 else { throw bad }
+            count = value
+        }
+    }
+
+    init(count: Int?, percent: Double?) {
+        self.count = count
+        self.percent = percent
+    }
+
+    /// The most items that may go, of `previous`.
+    func allowed(of previous: Int) -> Int {
+        if let count { return count }
+        return Int((Double(previous) * (percent ?? 10) / 100).rounded(.down))
+    }
+
+    var text: String {
+        if let count { return String(count) }
+        let p = percent ?? 10
+        return (p == p.rounded() ? String(Int(p)) : String(p)) + "%"
+    }
+}
+
+extension IncrementalPlan {
+    /// Refuses a plan that would remove more of the previous items than `limit`
+    /// allows, and always one whose manifest is empty over a folder with items:
+    /// the wrong or an empty manifest must not empty last night's folder.
+    /// - Throws: ``ThumbpipeError`` (65) naming the count and the flag.
+    public func checkRemovals(limit: RemovalLimit, manifestItems: Int, manifestName: String, output: String) throws {
+        let previous = removed.count + work.filter { $0.previous != nil }.count
+        guard !removed.isEmpty else { return }
+        if manifestItems == 0 {
+            throw ThumbpipeError(
+                .dataError,
+                "\(manifestName) has no items: it would remove all \(previous) items from \(output); refusing "
+                    + "(delete \(output) to start over)")
+        }
+        let allowed = limit.allowed(of: previous)
+        if removed.count > allowed {
+            throw ThumbpipeError(
+                .dataError,
+                "\(manifestName) would remove \(removed.count) of the \(previous) items in \(output), more than "
+                    + "--max-removed \(limit.text) allows; pass --max-removed \(removed.count) if that is meant")
+        }
     }
 }

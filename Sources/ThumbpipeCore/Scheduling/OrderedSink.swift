@@ -9,6 +9,8 @@ struct FinishedItem: Sendable {
     var warning: WarningRecord?
     /// What to save to the state (nil when nothing changed for this item).
     var record: ItemRecord?
+    /// Drop the item from the state (a transient failure: tried again next run).
+    var forget = false
     var thumbnail: Data?
     var spans: [Stage: Double] = [:]
     var bytesRead: Int64 = 0
@@ -148,9 +150,13 @@ final class OrderedSink: Sendable {
         try writer.withLock { try $0.append(item.archived) }
         let archiveSeconds = Double(Spans.now - start) / 1e9
         var spans = item.spans
-        if let state, let record = item.record {
+        if let state, item.forget || item.record != nil {
             let stateStart = Spans.now
-            try state.save(record, thumbnail: item.thumbnail)
+            if item.forget {
+                try state.remove(keys: [item.archived.itemKey])
+            } else if let record = item.record {
+                try state.save(record, thumbnail: item.thumbnail)
+            }
             spans[.state, default: 0] += Double(Spans.now - stateStart) / 1e9
         }
         if !spans.isEmpty { timings.record(spans) }

@@ -153,14 +153,15 @@ final class Supervisor: Sendable {
                 // It died between jobs (or at start): replace it once.
                 retire(slot, worker)
                 if attempt == 0 { continue }
-                return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started"))
+                return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started", transient: true))
             }
             let deadline = timeoutSeconds > 0 ? started + UInt64(timeoutSeconds * 1e9) : nil
             switch worker.receive(deadline: deadline) {
             case .message(let data):
                 guard let outcome = try? WorkerProtocol.decode(ItemOutcome.self, data) else {
                     retire(slot, worker)
-                    return ItemOutcome(failure: ItemFailure(.decode, "the worker sent an unreadable reply"))
+                    return ItemOutcome(
+                        failure: ItemFailure(.decode, "the worker sent an unreadable reply", transient: true))
                 }
                 peaks.withLock { $0[slot] = max($0[slot] ?? 0, outcome.peakRSSBytes) }
                 return outcome
@@ -171,17 +172,17 @@ final class Supervisor: Sendable {
                 return ItemOutcome(
                     failure: ItemFailure(
                         .decode,
-                        "timed out after \(Self.seconds(timeoutSeconds)) s (limits.timeoutSeconds); the worker was stopped"
-                    ))
+                        "timed out after \(Self.seconds(timeoutSeconds)) s (limits.timeoutSeconds); the worker was stopped",
+                        transient: true))
             case .closed:
                 let how = retire(slot, worker) ?? "exit status 0"
                 unlink(job.temporaryPath)
                 if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
                 crashed.withLock { $0[job.source] = how }
-                return ItemOutcome(failure: ItemFailure(.decode, "decoder crashed (\(how))"))
+                return ItemOutcome(failure: ItemFailure(.decode, "decoder crashed (\(how))", transient: true))
             }
         }
-        return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started"))
+        return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started", transient: true))
     }
 
     /// Kills every worker at once (from a signal handler's thread).

@@ -39,8 +39,9 @@ public enum Worker {
         let faults = Fault.fromEnvironment()
         while case .message(let data) = WorkerProtocol.receive(from: 0, deadline: nil) {
             guard let job = try? WorkerProtocol.decode(ItemJob.self, data) else { return 70 }
-            for fault in faults where job.source.contains(fault.text) { fault.inject() }
-            let outcome = runner.run(job)
+            let outcome = runner.run(job) {
+                for fault in faults where job.source.contains(fault.text) { fault.inject() }
+            }
             guard let reply = try? WorkerProtocol.encode(outcome), (try? WorkerProtocol.send(reply, to: replies)) != nil
             else { return 74 }
         }
@@ -60,10 +61,12 @@ public enum Worker {
     }
 
     /// A testing aid: `THUMBPIPE_FAULT=crash:TEXT` makes a worker raise SIGSEGV,
-    /// and `hang:TEXT` sleep forever, when about to open a source whose path
-    /// contains TEXT (several, comma-separated).
+    /// `hang:TEXT` sleep forever, and `pause:TEXT` sleep 2 s, when about to open
+    /// a source whose path contains TEXT (several, comma-separated). With
+    /// `THUMBPIPE_FAULT_MARKER=FILE`, the worker first creates FILE, so a test
+    /// knows the moment.
     struct Fault {
-        enum Kind: String { case crash, hang }
+        enum Kind: String { case crash, hang, pause }
         var kind: Kind
         var text: String
 
@@ -77,6 +80,9 @@ public enum Worker {
         }
 
         func inject() {
+            if let marker = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT_MARKER"] {
+                FileManager.default.createFile(atPath: marker, contents: Data(text.utf8))
+            }
             switch kind {
             case .crash:
                 // A real invalid write, as a decoder's bug would make.
@@ -84,6 +90,8 @@ public enum Worker {
                 raise(SIGSEGV)
             case .hang:
                 while true { sleep(1000) }
+            case .pause:
+                usleep(2_000_000)
             }
         }
     }

@@ -162,7 +162,7 @@ public final class RunState: @unchecked Sendable {
 }
 
 /// A file's size and modification time, as the fast path compares them.
-struct FileStamp: Equatable {
+struct FileStamp: Equatable, Codable, Sendable {
     var size: Int64
     var modified: Int64
 

@@ -9,11 +9,11 @@ public struct ContentHash {
     private static let p4: UInt64 = 9_650_029_242_287_828_579
     private static let p5: UInt64 = 2_870_177_450_012_600_261
 
-    @inline(__always) private static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
-    @inline(__always) private static func round(_ acc: UInt64, _ input: UInt64) -> UInt64 {
+    @inline(__always) fileprivate static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
+    @inline(__always) fileprivate static func round(_ acc: UInt64, _ input: UInt64) -> UInt64 {
         rotl(acc &+ input &* p2, 31) &* p1
     }
-    @inline(__always) private static func merge(_ acc: UInt64, _ value: UInt64) -> UInt64 {
+    @inline(__always) fileprivate static func merge(_ acc: UInt64, _ value: UInt64) -> UInt64 {
         (acc ^ round(0, value)) &* p1 &+ p4
     }
 
@@ -42,7 +42,17 @@ public struct ContentHash {
         } else {
             h = seed &+ p5
         }
-        h = h &+ UInt64(count)
+        return finish(h &+ UInt64(count), tail: UnsafeRawBufferPointer(rebasing: bytes[i...]))
+    }
+
+    /// The end of XXH64: the last fewer than 32 bytes, then the avalanche.
+    fileprivate static func finish(_ start: UInt64, tail bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var h = start
+        let count = bytes.count
+        var i = 0
+        func word(_ at: Int) -> UInt64 {
+            UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+        }
         while i + 8 <= count {
             h ^= round(0, word(i))
             h = rotl(h, 27) &* p1 &+ p4
@@ -72,10 +82,76 @@ public struct ContentHash {
         return String(value, radix: 16).leftPadded(to: 16)
     }
 
-    /// The XXH64 of a file's contents as 16 hex digits, or nil when it cannot be read.
+    /// The XXH64 of a file's contents as 16 hex digits, or nil when it cannot be
+    /// read. Reads in 1 MiB chunks (never maps the file: one truncated while it
+    /// is read would raise SIGBUS).
     public static func file(_ path: String) -> String? {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return nil }
-        let value = data.withUnsafeBytes { xxh64($0) }
-        return String(value, radix: 16).leftPadded(to: 16)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var state = Streaming()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { state.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        return String(state.finish(), radix: 16).leftPadded(to: 16)
+    }
+
+    /// XXH64 over bytes that arrive in pieces; equal to ``xxh64(_:seed:)`` of them all.
+    struct Streaming {
+        private var v1 = p1 &+ p2
+        private var v2 = p2
+        private var v3: UInt64 = 0
+        private var v4: UInt64 = 0 &- p1
+        private var total = 0
+        /// Bytes not yet making a 32-byte stripe.
+        private var pending: [UInt8] = []
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            total += bytes.count
+            var i = 0
+            if !pending.isEmpty {
+                let take = min(32 - pending.count, bytes.count)
+                pending += bytes[0..<take]
+                i = take
+                guard pending.count == 32 else { return }
+                pending.withUnsafeBytes { stripe(UnsafeRawBufferPointer($0), at: 0) }
+                pending.removeAll(keepingCapacity: true)
+            }
+            while i + 32 <= bytes.count {
+                stripe(bytes, at: i)
+                i += 32
+            }
+            pending += bytes[i...]
+        }
+
+        private mutating func stripe(_ bytes: UnsafeRawBufferPointer, at i: Int) {
+            func word(_ at: Int) -> UInt64 {
+                UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            }
+            v1 = ContentHash.round(v1, word(i))
+            v2 = ContentHash.round(v2, word(i + 8))
+            v3 = ContentHash.round(v3, word(i + 16))
+            v4 = ContentHash.round(v4, word(i + 24))
+        }
+
+        func finish() -> UInt64 {
+            var h: UInt64
+            if total >= 32 {
+                h =
+                    ContentHash.rotl(v1, 1) &+ ContentHash.rotl(v2, 7) &+ ContentHash.rotl(v3, 12)
+                    &+ ContentHash.rotl(v4, 18)
+                h = ContentHash.merge(ContentHash.merge(ContentHash.merge(ContentHash.merge(h, v1), v2), v3), v4)
+            } else {
+                h = p5
+            }
+            return pending.withUnsafeBytes { ContentHash.finish(h &+ UInt64(total), tail: $0) }
+        }
     }
 }

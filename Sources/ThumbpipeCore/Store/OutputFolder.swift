@@ -1,0 +1,129 @@
+import Foundation
+
+/// The output folder is the user's data: one thumbpipe at a time writes it
+/// (an exclusive `flock`), and a run writes over no file it did not write itself.
+public final class OutputLock: Sendable {
+    private let descriptor: Int32
+
+    /// Takes the output folder's lock, held until this object goes away (or the
+    /// process ends, whatever kills it). The lock is on the `.thumbpipe` folder
+    /// itself, so taking it writes nothing; with `recordPid`, `.thumbpipe/lock`
+    /// names the holder for a second run's message.
+    /// - Throws: ``ThumbpipeError`` (73) when another thumbpipe holds it or it cannot be taken.
+    public init(folder: String, recordPid: Bool = true) throws {
+        let meta = folder + "/.thumbpipe"
+        let fd = open(meta, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(ThumbpipeError.errnoText())")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK {
+                let pid = (try? String(contentsOfFile: meta + "/lock", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                throw ThumbpipeError(
+                    .cannotCreate,
+                    "\(folder) is in use by another thumbpipe\(pid.map { $0.isEmpty ? "" : " (pid \($0))" } ?? "")")
+            }
+            throw ThumbpipeError(.cannotCreate, "\(meta): cannot lock: \(ThumbpipeError.errnoText(code))")
+        }
+        descriptor = fd
+        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: meta + "/lock") }
+    }
+
+    /// Takes the lock if the folder already has a `.thumbpipe` (a dry run writes nothing).
+    public static func ifPresent(folder: String) throws -> OutputLock? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder + "/.thumbpipe", isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else { return nil }
+        return try OutputLock(folder: folder, recordPid: false)
+    }
+
+    deinit { close(descriptor) }
+}
+
+/// Which names in the output folder a run may write.
+public enum OutputGuard {
+    /// The file where a run lists the store files it is about to rename into
+    /// place, before the state records them: a run killed between the two still
+    /// knows them as its own.
+    static func claimsPath(_ folder: String) -> String { folder + "/.thumbpipe/claims" }
+
+    /// Notes that the store file `key` is about to be written.
+    static func claim(_ key: String, in folder: String) {
+        let fd = open(claimsPath(folder), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        let line = Array((key + "\n").utf8)
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    /// Forgets the claims once the state holds every item (the end of a run).
+    static func clearClaims(in folder: String) { unlink(claimsPath(folder)) }
+
+    /// Refuses, before anything is written, a run that would write over a file
+    /// it did not write: a key that is a name thumbpipe keeps for itself, a store
+    /// file name held by the manifest or a source of this run, or an existing
+    /// file that neither the state nor an interrupted run's claims record as ours.
+    /// - Throws: ``ThumbpipeError`` (65) naming the manifest line, or (73) for an
+    ///   archive in the folder that thumbpipe did not write.
+    /// - Parameter state: the previous runs' state, nil when this folder has none yet.
+    public static func check(
+        manifest: Manifest, settings: PipelineSettings, state: RunState?, outputFolder: String
+    ) throws {
+        let file = URL(fileURLWithPath: manifest.path).lastPathComponent
+        let folder = realPath(outputFolder) ?? outputFolder
+        let archive = outputFolder + "/" + settings.archive.fileName
+        if state == nil && exists(archive) {
+            throw ThumbpipeError(
+                .cannotCreate,
+                "\(archive) exists and thumbpipe has no record of writing it (no .thumbpipe/state.sqlite); "
+                    + "choose another output folder or move it away")
+        }
+        var protected = Set<String>()
+        if let manifestPath = realPath(manifest.path) { protected.insert(manifestPath) }
+        for item in manifest.items {
+            if let path = item.imagePath, let real = realPath(path) { protected.insert(real) }
+        }
+        let claims = Set(
+            ((try? String(contentsOfFile: claimsPath(outputFolder), encoding: .utf8)) ?? "").split(separator: "\n")
+                .map(String.init))
+        let known = Set(try state?.keys() ?? [])
+        for item in manifest.items {
+            if item.itemKey == settings.archive.fileName {
+                throw ThumbpipeError.data(
+                    file, item.line,
+                    "itemKey '\(item.itemKey)' is reserved: it is the archive's file name (archive.fileName)")
+            }
+            guard item.imagePath != nil else { continue }
+            let target = folder + "/" + item.itemKey
+            if protected.contains(target) {
+                throw ThumbpipeError.data(
+                    file, item.line,
+                    "itemKey '\(item.itemKey)' would overwrite \(target), the manifest or a source of this run; "
+                        + "choose another output folder or key")
+            }
+            if exists(target) && !known.contains(item.itemKey) && !claims.contains(item.itemKey) {
+                throw ThumbpipeError.data(
+                    file, item.line,
+                    "itemKey '\(item.itemKey)': \(outputFolder)/\(item.itemKey) exists and thumbpipe did not write it; "
+                        + "move it away or choose another output folder or key")
+            }
+        }
+    }
+
+    /// Whether a name exists at all (a dangling symlink included).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// The canonical path of an existing file, or nil.
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}
