@@ -5,7 +5,7 @@ SWIFT ?= swift
 OUT ?= out
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: all deps build demo test format clean bench bench-archive
+.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive
 
 all: build
 
@@ -46,6 +46,29 @@ demo: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-xctest
+	@$(MAKE) --no-print-directory test-deploy
+	@$(MAKE) --no-print-directory slurm-run
+
+# deploy/kubernetes/job.yaml against the official Kubernetes schemas, offline
+# (kubernetes-validate from PyPI ships them), in a venv under .build; and a broken
+# copy must fail, so the check cannot pass vacuously.
+KVENV = .build/kvenv
+test-deploy:
+	@python3 -c "import venv, ensurepip" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
+	@test -x $(KVENV)/bin/kubernetes-validate || { python3 -m venv $(KVENV) && $(KVENV)/bin/pip install -q kubernetes-validate; }
+	$(KVENV)/bin/kubernetes-validate --strict deploy/kubernetes/job.yaml
+	@sed 's/completionMode: Indexed/completionMode: 4/' deploy/kubernetes/job.yaml > .build/job-broken.yaml
+	@if $(KVENV)/bin/kubernetes-validate --strict --quiet .build/job-broken.yaml >/dev/null 2>&1; then \
+	  echo "test-deploy: a broken job.yaml passed validation" >&2; exit 1; \
+	else echo "test-deploy: a broken job.yaml is rejected, as it must be"; fi
+
+# deploy/slurm/thumbpipe.sbatch on a real single-node Slurm (deploy/slurm/local-cluster.sh).
+test-slurm: deps
+	$(SWIFT) build --product thumbpipe
+	@$(MAKE) --no-print-directory slurm-run
+
+slurm-run:
+	deploy/slurm/test-slurm.sh
 
 format:
 	$(SWIFT) format -i -r Sources Tests Package.swift

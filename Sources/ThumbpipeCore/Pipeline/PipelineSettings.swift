@@ -121,7 +121,9 @@ extension PipelineSettings {
         if let env = ProcessInfo.processInfo.environment["THUMBPIPE_PIPELINES"] { folders.append(env) }
         folders.append(FileManager.default.currentDirectoryPath + "/pipelines")
         // The repository's pipelines/ from a build under .build/<config>/.
-        var exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        // The executable as the kernel knows it: argv[0] may be a bare name found on PATH.
+        var exe = URL(fileURLWithPath: RunOptions.currentExecutable).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
         for _ in 0..<4 {
             folders.append(exe.appendingPathComponent("pipelines").path)
             exe = exe.deletingLastPathComponent()
