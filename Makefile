@@ -22,6 +22,8 @@ deps:
 	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
 	@# The deploy/ tests parse job.yaml with Debian's PyYAML.
 	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-yaml; }
+	@# The report's browser test renders the page in headless Chromium.
+	@command -v chromium >/dev/null || { apt-get update -qq && $(APT_INSTALL) chromium; }
 	@# Contact-sheet labels need one font.
 	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
 

@@ -27,6 +27,7 @@ enum RunCommand {
                                     heif,tiff,gif; e.g. add svg, jp2k, jxl, magick)
           --timeout S               seconds one item may take before its worker is killed
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
+          --no-html                 do not write OUT/.thumbpipe/report.html
           --trace FILE              write a Chrome trace (one span per stage per item, a
                                     track per worker) that opens in Perfetto
           --force                   redo every item, whatever the previous run did
@@ -65,6 +66,7 @@ enum RunCommand {
         let dryRun = args.flag("--dry-run")
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
+        let noHTML = args.flag("--no-html")
         let maxRemoved = try args.option("--max-removed").map { try RemovalLimit(parsing: $0) } ?? .standard
         let shard = try args.option("--shard").map { try Shard(parsing: $0) }
         let jobs =
@@ -172,6 +174,13 @@ enum RunCommand {
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             try report.write(outputFolder: output)
             try shardInfo?.write(in: output)
+        }
+        if !noHTML {
+            do {
+                try HTMLReport.write(outputFolder: output)
+            } catch {
+                terminal.warning("report.html not written: \(error)")
+            }
         }
         let counts = result.classes
         if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) > 0 {

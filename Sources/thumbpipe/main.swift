@@ -12,6 +12,7 @@ let usage = """
       thumbpipe extract ARCHIVE DIR
       thumbpipe contact-sheet ARCHIVE [-o SHEET.png]
       thumbpipe merge PART... -o OUT
+      thumbpipe report OUT [-o FILE]
       thumbpipe --help | --version
       thumbpipe COMMAND --help
 
@@ -21,6 +22,7 @@ let usage = """
       extract   write the thumbnails of an items.archive as PNG files
       contact-sheet  draw all thumbnails of an items.archive in a grid, named
       merge     join the partial outputs of 'run --shard K/N' into one output
+      report    draw a run's report as one self-contained HTML page with charts
 
     EXIT STATUS:
       0 all items done   1 some items failed   64 bad command line
@@ -49,6 +51,7 @@ func main() -> Int32 {
         case "extract": return try ExtractCommand.main(arguments, terminal: terminal)
         case "contact-sheet": return try ContactSheetCommand.main(arguments, terminal: terminal)
         case "merge": return try MergeCommand.main(arguments, terminal: terminal)
+        case "report": return try ReportCommand.main(arguments, terminal: terminal)
         default:
             throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
         }

@@ -14,6 +14,14 @@ public struct RunReport: Sendable, Codable {
         public var withoutImage = 0
         /// Items made despite decoder warnings (counted in `succeeded` too).
         public var withWarnings = 0
+
+        public init(items: Int = 0, succeeded: Int = 0, failed: Int = 0, withoutImage: Int = 0, withWarnings: Int = 0) {
+            self.items = items
+            self.succeeded = succeeded
+            self.failed = failed
+            self.withoutImage = withoutImage
+            self.withWarnings = withWarnings
+        }
     }
 
     public struct Throughput: Sendable, Codable {
@@ -59,6 +67,16 @@ public struct RunReport: Sendable, Codable {
     public var incremental = Incremental()
     public var failures: [FailureRecord] = []
     public var warnings: [WarningRecord] = []
+    /// When the run started (ISO 8601, UTC).
+    public var startTime: String?
+    /// Per stage, `[milliseconds, count]` histogram buckets.
+    public var histograms: [String: [[Double]]] = [:]
+    /// Items archived and memory held over the run, about once a second.
+    public var timeline: [TimelinePoint] = []
+    /// The 20 slowest decoded items, slowest first.
+    public var slowest: [ItemProfile] = []
+    /// An even sample of at most 2,000 decoded items: time, megapixels, format.
+    public var sample: [ItemSample] = []
 
     /// An empty report.
     public init() {}
@@ -91,6 +109,11 @@ public struct RunReport: Sendable, Codable {
             decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds))
         failures = result.failures
         warnings = result.warnings
+        startTime = ISO8601Format.string(result.startTime)
+        histograms = timings.bucketCounts()
+        timeline = result.timeline
+        slowest = result.slowest
+        sample = result.sample
     }
 
     /// Reads a report file.

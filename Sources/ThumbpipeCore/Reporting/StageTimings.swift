@@ -53,11 +53,33 @@ public final class StageTimings: Sendable {
         /// All items' time in seconds.
         public var totalSeconds: Double
 
+        public init(count: Int, p50Ms: Double?, p95Ms: Double?, maxMs: Double, totalSeconds: Double) {
+            self.count = count
+            self.p50Ms = p50Ms
+            self.p95Ms = p95Ms
+            self.maxMs = maxMs
+            self.totalSeconds = totalSeconds
+        }
+
         /// Adds another part's figures (percentiles cannot be added, so they go).
         public func merged(with other: Summary) -> Summary {
             Summary(
                 count: count + other.count, p50Ms: nil, p95Ms: nil, maxMs: max(maxMs, other.maxMs),
                 totalSeconds: StageTimings.round(totalSeconds + other.totalSeconds))
+        }
+    }
+
+    /// Per stage, the histogram as `[milliseconds at the bucket's upper edge, count]`
+    /// pairs in rising order: a few hundred pairs at most, whatever the run's size.
+    public func bucketCounts() -> [String: [[Double]]] {
+        histograms.withLock { all in
+            var result: [String: [[Double]]] = [:]
+            for (stage, histogram) in all where histogram.count > 0 {
+                result[stage.rawValue] = histogram.buckets.sorted { $0.key < $1.key }.map {
+                    [Self.round(Self.value(ofBucket: $0.key) * 1000), Double($0.value)]
+                }
+            }
+            return result
         }
     }
 
@@ -119,15 +141,28 @@ extension ProcessMemory {
 /// Samples the resident memory of a run, the parent and its live workers
 /// together, every `interval`: the peak of the sum is what the machine held.
 final class MemorySampler: Sendable {
+    /// The most timeline points kept: past it, every other point goes and the spacing doubles.
+    static let maxPoints = 600
     private let peak = Atomic<Int>(0)
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
+    private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
 
-    /// Starts sampling; `workers` gives the live worker pids at each sample.
-    init(interval: Double = 0.05, workers: @escaping @Sendable () -> [pid_t]) {
+    /// Starts sampling; `workers` gives the live worker pids at each sample, and
+    /// `progress` the items archived so far, recorded with the memory about once a second.
+    init(
+        interval: Double = 0.05, workers: @escaping @Sendable () -> [pid_t],
+        progress: @escaping @Sendable () -> Int = { 0 }
+    ) {
+        let started = Spans.now
         let thread = Thread { [self] in
+            var next = 0.0
             while running.load(ordering: .relaxed) {
-                sample(workers())
+                let total = sample(workers())
+                let t = Double(Spans.now - started) / 1e9
+                if t >= next {
+                    next = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
+                }
                 usleep(UInt32(interval * 1e6))
             }
             done.signal()
@@ -136,17 +171,30 @@ final class MemorySampler: Sendable {
         thread.start()
     }
 
-    private func sample(_ workers: [pid_t]) {
+    private func sample(_ workers: [pid_t]) -> Int {
         let total = workers.reduce(ProcessMemory.residentBytes(pid: getpid())) {
             $0 + ProcessMemory.residentBytes(pid: $1)
         }
         _ = peak.max(total, ordering: .relaxed)
+        return total
     }
 
-    /// Stops sampling and returns the highest total seen.
-    func stop() -> Int {
+    /// Keeps a point; returns when the next one is due.
+    private func record(_ point: TimelinePoint) -> Double {
+        points.withLock { state in
+            state.list.append(point)
+            if state.list.count > Self.maxPoints {
+                state.list = state.list.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+                state.every *= 2
+            }
+            return point.t + state.every
+        }
+    }
+
+    /// Stops sampling; returns the highest total seen and the timeline.
+    func stop() -> (peak: Int, timeline: [TimelinePoint]) {
         running.store(false, ordering: .relaxed)
         done.wait()
-        return peak.load(ordering: .relaxed)
+        return (peak.load(ordering: .relaxed), points.withLock { $0.list })
     }
 }

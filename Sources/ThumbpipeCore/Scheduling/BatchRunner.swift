@@ -46,6 +46,15 @@ public struct FailureRecord: Sendable, Codable {
     public var stage: Stage
     /// Why.
     public var message: String
+
+    public init(line: Int, itemKey: String, itemName: String, source: String, stage: Stage, message: String) {
+        self.line = line
+        self.itemKey = itemKey
+        self.itemName = itemName
+        self.source = source
+        self.stage = stage
+        self.message = message
+    }
 }
 
 /// One item that was made, but whose decoders warned (corrupt data, bad CRCs…).
@@ -58,6 +67,13 @@ public struct WarningRecord: Sendable, Codable {
     public var source: String
     /// The decoders' messages, each once.
     public var messages: [String]
+
+    public init(itemKey: String, line: Int, source: String, messages: [String]) {
+        self.itemKey = itemKey
+        self.line = line
+        self.source = source
+        self.messages = messages
+    }
 }
 
 /// What a finished run did.
@@ -92,6 +108,14 @@ public struct RunResult: Sendable {
     /// The highest resident memory of the parent and its workers together,
     /// sampled every 50 ms during the run.
     public var peakRSSBytes = 0
+    /// When the run started.
+    public var startTime = Date()
+    /// Items archived and memory held, about once a second.
+    public var timeline: [TimelinePoint] = []
+    /// The 20 slowest decoded items, slowest first.
+    public var slowest: [ItemProfile] = []
+    /// An even sample of at most 2,000 decoded items' times and sizes.
+    public var sample: [ItemSample] = []
 }
 
 /// Callbacks from a run, called in manifest order from the thread that writes the archive.
@@ -202,6 +226,7 @@ public final class BatchRunner: Sendable {
         throws -> RunResult
     {
         let started = Spans.now
+        let startTime = Date()
         let lock = try options.lock ?? Self.prepareOutputFolder(options.outputFolder)
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
@@ -216,7 +241,7 @@ public final class BatchRunner: Sendable {
             dispenser.stop()
             supervisor.cancel()
         }
-        let sampler = MemorySampler { supervisor.workerPids }
+        let sampler = MemorySampler(workers: { supervisor.workerPids }, progress: { sink.archivedCount })
         let done = DispatchGroup()
         for slot in 0..<options.jobs {
             done.enter()
@@ -235,7 +260,7 @@ public final class BatchRunner: Sendable {
             thread.start()
         }
         done.wait()
-        let sampledPeak = sampler.stop()
+        let (sampledPeak, timeline) = sampler.stop()
         supervisor.shutDown()
 
         let failure: (any Error)? = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : fatal.withLock { $0 }
@@ -259,6 +284,10 @@ public final class BatchRunner: Sendable {
             withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: totals.failures,
             warnings: totals.warnings, seconds: Double(Spans.now - started) / 1e9, sourceBytes: totals.sourceBytes)
         result.decodedItems = totals.decodedItems
+        result.startTime = startTime
+        result.timeline = timeline
+        result.slowest = totals.profiles.slowest
+        result.sample = totals.profiles.sample
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
         result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
@@ -384,6 +413,15 @@ public final class BatchRunner: Sendable {
             finished.spans = outcome.spans.totals
             finished.bytesRead = outcome.bytesRead
             finished.decoded = outcome.decoded
+            if outcome.decoded, let header = outcome.header {
+                let stages = Dictionary(
+                    uniqueKeysWithValues: finished.spans.map { ($0.key.rawValue, StageTimings.round($0.value)) })
+                finished.profile = ItemProfile(
+                    itemKey: item.itemKey, itemName: item.itemName, line: item.line, position: index,
+                    source: item.image ?? "",
+                    format: header.format, width: header.width, height: header.height, bytes: outcome.bytesRead,
+                    stages: stages, seconds: StageTimings.round(finished.spans.values.reduce(0, +)))
+            }
             if state != nil {
                 if failure?.transient == true {
                     finished.forget = true

@@ -16,6 +16,8 @@ struct FinishedItem: Sendable {
     var bytesRead: Int64 = 0
     var decoded = false
     var hasImage: Bool
+    /// What the item's source was, for the report's slowest items and samples.
+    var profile: ItemProfile?
 }
 
 /// Hands out manifest positions to the slots, no further ahead of the
@@ -79,6 +81,7 @@ final class OrderedSink: Sendable {
         var sourceBytes: Int64 = 0
         var decodedItems = 0
         var archiveSeconds = 0.0
+        var profiles = ProfileCollector()
     }
 
     private let buffer = Mutex(Buffer())
@@ -102,6 +105,9 @@ final class OrderedSink: Sendable {
     }
 
     var totals: Totals { totalsBox.withLock { $0 } }
+
+    /// Items archived so far.
+    var archivedCount: Int { buffer.withLock { $0.next } }
 
     /// Writes the archive's trailer and renames it into place.
     func finishArchive() throws { try writer.withLock { try $0.finish() } }
@@ -170,6 +176,7 @@ final class OrderedSink: Sendable {
             if let warning = item.warning { totals.warnings.append(warning) }
             totals.sourceBytes += item.bytesRead
             if item.decoded { totals.decodedItems += 1 }
+            if let profile = item.profile { totals.profiles.add(profile) }
         }
         if let failure = item.failure { hooks.onFailure?(failure) }
         if let warning = item.warning { hooks.onWarning?(warning) }

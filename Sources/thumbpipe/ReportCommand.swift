@@ -1,0 +1,29 @@
+import Foundation
+import ThumbpipeCore
+
+/// `thumbpipe report`: a run's report as one self-contained HTML page.
+enum ReportCommand {
+    static let help = """
+        USAGE: thumbpipe report OUT [-o FILE]
+
+        Draws OUT/.thumbpipe/report.json as one HTML page (inline CSS and SVG, no
+        script, nothing from the network): the run's settings and figures, stage
+        time, per-stage histograms, throughput and memory over the run, item time
+        against size by format, the 20 slowest items with their thumbnails, and
+        the failures and warnings. 'run' writes it after every run unless --no-html.
+
+        OPTIONS:
+          -o, --output FILE   where to write it (default: OUT/.thumbpipe/report.html)
+          -h, --help          this help
+        """
+
+    static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        let target = try args.option("-o", "--output")
+        let positionals = try args.finish(command: "report")
+        guard positionals.count == 1 else { throw ThumbpipeError(.usage, "report takes one output folder") }
+        let path = try HTMLReport.write(outputFolder: positionals[0], to: target)
+        terminal.diagnostic("thumbpipe: report → \(path)")
+        return 0
+    }
+}
