@@ -147,6 +147,9 @@ final class MemorySampler: Sendable {
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
     private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
+    private let started = Spans.now
+    private let workers: @Sendable () -> [pid_t]
+    private let progress: @Sendable () -> Int
 
     /// Starts sampling; `workers` gives the live worker pids at each sample, and
     /// `progress` the items archived so far, recorded with the memory about once a second.
@@ -154,7 +157,9 @@ final class MemorySampler: Sendable {
         interval: Double = 0.05, workers: @escaping @Sendable () -> [pid_t],
         progress: @escaping @Sendable () -> Int = { 0 }
     ) {
-        let started = Spans.now
+        self.workers = workers
+        self.progress = progress
+        let started = self.started
         let thread = Thread { [self] in
             var next = 0.0
             while running.load(ordering: .relaxed) {
@@ -195,6 +200,9 @@ final class MemorySampler: Sendable {
     func stop() -> (peak: Int, timeline: [TimelinePoint]) {
         running.store(false, ordering: .relaxed)
         done.wait()
+        // The last point: where the run ended.
+        let t = Double(Spans.now - started) / 1e9
+        _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: sample(workers())))
         return (peak.load(ordering: .relaxed), points.withLock { $0.list })
     }
 }
