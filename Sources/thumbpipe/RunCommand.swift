@@ -6,14 +6,18 @@ import ThumbpipeCore
 /// `thumbpipe run`: a manifest in, an output folder out.
 enum RunCommand {
     static let help = """
-        USAGE: thumbpipe run MANIFEST [options]
+        USAGE: thumbpipe run MANIFEST|DIR|- [options]
 
         Reads MANIFEST (.jsonl/.ndjson one object per line, .json an array, .csv with a
-        header row) and writes OUT/items.archive, one full-size JPEG per item named by
-        its itemKey, and OUT/.thumbpipe/report.json.
+        header row), or the images of folder DIR (as 'thumbpipe scan DIR' then 'run'
+        would: same keys, same archive), or a JSONL manifest on standard input (-, image
+        paths relative to the current folder), and writes OUT/items.archive, one
+        full-size JPEG per item named by its itemKey, and OUT/.thumbpipe/report.json.
 
         OPTIONS:
           -o, --output DIR          output folder (default: out)
+          -r, --recursive           with DIR: its sub-folders too
+          --ext LIST                with DIR: only files with these extensions
           --pipeline NAME|FILE      pipeline settings (default: homepwner, from pipelines/)
           -j, --jobs N              worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
           --width PT, --height PT   thumbnail canvas in points
@@ -67,6 +71,8 @@ enum RunCommand {
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
         let noHTML = args.flag("--no-html")
+        let recursive = args.flag("-r", "--recursive")
+        let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
         let maxRemoved = try args.option("--max-removed").map { try RemovalLimit(parsing: $0) } ?? .standard
         let shard = try args.option("--shard").map { try Shard(parsing: $0) }
         let jobs =
@@ -112,7 +118,8 @@ enum RunCommand {
             throw ThumbpipeError(.usage, error.message)
         }
 
-        let fullManifest = try Manifest.read(path: positionals[0])
+        let fullManifest = try loadManifest(
+            positionals[0], recursive: recursive, extensions: extensions, terminal: terminal)
         for warning in fullManifest.warnings { terminal.warning(warning) }
         var manifest = fullManifest
         var shardInfo: ShardInfo? = nil
@@ -195,6 +202,37 @@ enum RunCommand {
                 + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
         )
         return failed > 0 ? 1 : 0
+    }
+
+    /// The manifest `run` was given: a file, a folder of photos, or `-` for standard input.
+    static func loadManifest(_ input: String, recursive: Bool, extensions: Set<String>?, terminal: Terminal) throws
+        -> Manifest
+    {
+        if input == "-" {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 { throw ThumbpipeError(.noInput, "cannot read the manifest from standard input: \(ThumbpipeError.errnoText())") }
+                if n == 0 { break }
+                bytes += buffer[0..<n]
+            }
+            var manifest = try Manifest.parse(
+                bytes, fileName: "stdin", folder: FileManager.default.currentDirectoryPath, type: "jsonl")
+            manifest.path = "stdin"
+            manifest.modificationDate = Date()
+            return manifest
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
+            let result = try FolderScan.scan([input], recursive: recursive, extensions: extensions)
+            if result.skipped > 0 {
+                terminal.diagnostic("thumbpipe: \(input): \(result.skipped) files that are not images skipped")
+            }
+            return FolderScan.manifest(result, name: input)
+        }
+        return try Manifest.read(path: input)
     }
 
     /// Prints a dry run's plan: counts, then one line per item that is not unchanged.

@@ -7,7 +7,8 @@ let usage = """
     thumbnails and a full-size JPEG image store, in one parallel batch over libvips.
 
     USAGE:
-      thumbpipe run MANIFEST [-o OUT] [--pipeline NAME|FILE] [--jobs N] [--scale S] ...
+      thumbpipe run MANIFEST|DIR|- [-o OUT] [--pipeline NAME|FILE] [--jobs N] [--scale S] ...
+      thumbpipe scan DIR... [-o FILE] [--recursive] [--ext LIST]
       thumbpipe inspect ARCHIVE [--json]
       thumbpipe extract ARCHIVE DIR
       thumbpipe contact-sheet ARCHIVE [-o SHEET.png]
@@ -17,7 +18,9 @@ let usage = """
       thumbpipe COMMAND --help
 
     COMMANDS:
-      run       process a manifest (.jsonl, .ndjson, .json, .csv) into an output folder
+      run       process a manifest (.jsonl, .ndjson, .json, .csv), a folder of photos or
+                a JSONL manifest on stdin (-) into an output folder
+      scan      write a manifest of the images in folders
       inspect   list the items of an items.archive
       extract   write the thumbnails of an items.archive as PNG files
       contact-sheet  draw all thumbnails of an items.archive in a grid, named
@@ -52,6 +55,7 @@ func main() -> Int32 {
         case "contact-sheet": return try ContactSheetCommand.main(arguments, terminal: terminal)
         case "merge": return try MergeCommand.main(arguments, terminal: terminal)
         case "report": return try ReportCommand.main(arguments, terminal: terminal)
+        case "scan": return try ScanCommand.main(arguments, terminal: terminal)
         default:
             throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
         }

@@ -43,14 +43,14 @@ extension ThumbpipeError {
     }
 
     /// Describes a POSIX errno for messages.
-    static func errnoText(_ code: Int32 = errno) -> String {
+    public static func errnoText(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))
     }
 }
 
 extension ThumbpipeError {
     /// A short reason for a Foundation or POSIX error, without Foundation's boilerplate.
-    static func describe(_ error: any Error) -> String {
+    public static func describe(_ error: any Error) -> String {
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
             return errnoText(Int32(underlying.code))

@@ -1,0 +1,49 @@
+import Foundation
+import ThumbpipeCore
+
+/// `thumbpipe scan`: a manifest of the images in folders.
+enum ScanCommand {
+    static let help = """
+        USAGE: thumbpipe scan DIR... [-o FILE] [--recursive] [--ext LIST]
+
+        Writes a manifest (JSONL) of the images in the folders, sorted by path: one
+        item per image, named by its file name without the extension, its image
+        path relative to the manifest's folder (to the current folder on standard
+        output), and an itemKey derived from its path inside the scanned folder, so
+        a re-scan, a manifest saved elsewhere and 'thumbpipe run DIR' keep the same
+        keys. Files whose content is not an image are skipped (counted on stderr),
+        whatever their names; hidden files and folders are skipped.
+
+        OPTIONS:
+          -o, --output FILE   write the manifest there (default: standard output)
+          -r, --recursive     look in sub-folders too
+          --ext LIST          only files with these extensions, e.g. jpg,jpeg,heic
+          -h, --help          this help
+        """
+
+    static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
+        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        let output = try args.option("-o", "--output")
+        let recursive = args.flag("-r", "--recursive")
+        let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
+        let folders = try args.finish(command: "scan")
+        guard !folders.isEmpty else { throw ThumbpipeError(.usage, "scan needs at least one DIR (see 'thumbpipe scan --help')") }
+        let result = try FolderScan.scan(folders, recursive: recursive, extensions: extensions)
+        if let output {
+            let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
+            do {
+                try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+            } catch {
+                throw ThumbpipeError(.cannotCreate, "\(base): cannot create: \(ThumbpipeError.describe(error))")
+            }
+            let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
+            try TemporaryFile.write(Data(text.utf8), to: output)
+        } else {
+            writeAll(1, FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
+        }
+        terminal.diagnostic(
+            "thumbpipe: \(result.entries.count) images\(result.skipped > 0 ? ", \(result.skipped) files that are not images skipped" : "")"
+                + (output.map { " → \($0)" } ?? ""))
+        return 0
+    }
+}
