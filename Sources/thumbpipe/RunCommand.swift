@@ -9,7 +9,8 @@ enum RunCommand {
         USAGE: thumbpipe run MANIFEST|DIR|- [options]
 
         Reads MANIFEST (.jsonl/.ndjson one object per line, .json an array, .csv with a
-        header row), or the images of folder DIR (as 'thumbpipe scan DIR' then 'run'
+        header row; or an existing items.archive, whose store files are carried over
+        byte for byte and whose thumbnails are made again), or the images of folder DIR (as 'thumbpipe scan DIR' then 'run'
         would: same keys, same archive), or a JSONL manifest on standard input (-, image
         paths relative to the current folder), and writes OUT/items.archive, one
         full-size JPEG per item named by its itemKey, and OUT/.thumbpipe/report.json.
@@ -214,7 +215,10 @@ enum RunCommand {
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
-                if n < 0 { throw ThumbpipeError(.noInput, "cannot read the manifest from standard input: \(ThumbpipeError.errnoText())") }
+                if n < 0 {
+                    throw ThumbpipeError(
+                        .noInput, "cannot read the manifest from standard input: \(ThumbpipeError.errnoText())")
+                }
                 if n == 0 { break }
                 bytes += buffer[0..<n]
             }
@@ -231,6 +235,20 @@ enum RunCommand {
                 terminal.diagnostic("thumbpipe: \(input): \(result.skipped) files that are not images skipped")
             }
             return FolderScan.manifest(result, name: input)
+        }
+        if ArchiveInput.isArchive(input) {
+            let result = try ArchiveInput.read(input)
+            if result.keptThumbnails > 0 {
+                terminal.diagnostic(
+                    "thumbpipe: \(result.keptThumbnails) items have no store file in \(URL(fileURLWithPath: input).deletingLastPathComponent().path): their archived thumbnails are kept as they are"
+                )
+            }
+            if result.legacyThumbnails > 0 {
+                terminal.diagnostic(
+                    "thumbpipe: \(result.legacyThumbnails) items archived a UIImage thumbnail (first edition): made again as thumbnailData from their store files"
+                )
+            }
+            return result.manifest
         }
         return try Manifest.read(path: input)
     }

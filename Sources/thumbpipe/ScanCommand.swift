@@ -27,7 +27,9 @@ enum ScanCommand {
         let recursive = args.flag("-r", "--recursive")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
         let folders = try args.finish(command: "scan")
-        guard !folders.isEmpty else { throw ThumbpipeError(.usage, "scan needs at least one DIR (see 'thumbpipe scan --help')") }
+        guard !folders.isEmpty else {
+            throw ThumbpipeError(.usage, "scan needs at least one DIR (see 'thumbpipe scan --help')")
+        }
         let result = try FolderScan.scan(folders, recursive: recursive, extensions: extensions)
         if let output {
             let base = URL(fileURLWithPath: output).deletingLastPathComponent().path

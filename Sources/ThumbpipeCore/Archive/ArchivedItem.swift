@@ -14,6 +14,9 @@ public struct ArchivedItem: Sendable, Equatable {
     public var itemKey: String
     /// `thumbnailData` (NSData): the PNG thumbnail; nil when the item's image failed or it has none.
     public var thumbnailData: Data?
+    /// Whether the item carried a first-edition `UIImage` thumbnail (under
+    /// `thumbnail`), which thumbpipe does not decode: it is regenerated.
+    public var hasLegacyThumbnail = false
 
     /// Creates an item.
     public init(
@@ -51,4 +54,8 @@ enum KeyedArchiveKeys {
     static let dateCreated = "dateCreated"
     static let itemKey = "itemKey"
     static let thumbnailData = "thumbnailData"
+    /// The first edition's UIImage thumbnail.
+    static let legacyThumbnail = "thumbnail"
+    static let nsString = "NS.string"
+    static let nsData = "NS.data"
 }

@@ -78,8 +78,24 @@ public final class KeyedArchiveReader {
             guard let ref = dict[key] else { throw ArchiveFormatError("\(label) has no \(key)") }
             return try Self.resolve(try plist.uid(ref, "\(label).\(key)"), objects, plist, "\(label).\(key)")
         }
+        // Apple's NSKeyedArchiver writes a string as a plain string, or as an
+        // NSString / NSMutableString object holding it under NS.string; nil as $null.
         func text(_ key: String) throws -> String {
-            try plist.string(try object(key), "\(label).\(key)")
+            let ref = try object(key)
+            if try plist.isNull(ref) { return "" }
+            if let wrapped = try? plist.dictionary(ref, ""), let inner = wrapped[KeyedArchiveKeys.nsString] {
+                return try plist.string(inner, "\(label).\(key) NS.string")
+            }
+            return try plist.string(ref, "\(label).\(key)")
+        }
+        // Data likewise: plain, or an NSData / NSMutableData object under NS.data.
+        func bytes(_ key: String) throws -> Data? {
+            let ref = try object(key)
+            if try plist.isNull(ref) { return nil }
+            if let wrapped = try? plist.dictionary(ref, ""), let inner = wrapped[KeyedArchiveKeys.nsData] {
+                return try plist.data(inner, "\(label).\(key) NS.data")
+            }
+            return try plist.data(ref, "\(label).\(key)")
         }
         let dateDict = try plist.dictionary(try object(KeyedArchiveKeys.dateCreated), "\(label).dateCreated")
         let time = try plist.real(dateDict[KeyedArchiveKeys.time], "\(label).dateCreated NS.time")
@@ -87,24 +103,30 @@ public final class KeyedArchiveReader {
         guard time.isFinite, abs(time) < 316_000_000_000 else {
             throw ArchiveFormatError("\(label).dateCreated \(time) is not a date")
         }
-        let value = try plist.integer(dict[KeyedArchiveKeys.valueInDollars], "\(label).valueInDollars")
+        let value =
+            dict[KeyedArchiveKeys.valueInDollars] == nil
+            ? 0 : try plist.integer(dict[KeyedArchiveKeys.valueInDollars], "\(label).valueInDollars")
         guard let dollars = Int32(exactly: value) else {
             throw ArchiveFormatError("\(label).valueInDollars \(value) does not fit a 32-bit integer")
         }
         var thumbnail: Data? = nil
         if dict[KeyedArchiveKeys.thumbnailData] != nil {
-            let ref = try object(KeyedArchiveKeys.thumbnailData)
-            if try !plist.isNull(ref) { thumbnail = try plist.data(ref, "\(label).thumbnailData") }
+            thumbnail = try bytes(KeyedArchiveKeys.thumbnailData)
         }
+        // The book's first edition archived a UIImage under "thumbnail" instead.
+        let legacy = thumbnail == nil && dict[KeyedArchiveKeys.legacyThumbnail] != nil
         let key = try text(KeyedArchiveKeys.itemKey)
         // Keys name files (store files, extracted thumbnails): the manifest's rule holds here too.
         guard ManifestItem.isSafeKey(key) else {
             throw ArchiveFormatError("\(label).itemKey '\(key)' is not a safe file name")
         }
-        return ArchivedItem(
-            itemName: try text(KeyedArchiveKeys.itemName), serialNumber: try text(KeyedArchiveKeys.serialNumber),
+        var item = ArchivedItem(
+            itemName: try text(KeyedArchiveKeys.itemName),
+            serialNumber: dict[KeyedArchiveKeys.serialNumber] == nil ? "" : try text(KeyedArchiveKeys.serialNumber),
             valueInDollars: dollars, dateCreated: Date(timeIntervalSinceReferenceDate: time),
             itemKey: key, thumbnailData: thumbnail)
+        item.hasLegacyThumbnail = legacy
+        return item
     }
 
     /// The item at `position`, with a damaged item reported as a user's error.

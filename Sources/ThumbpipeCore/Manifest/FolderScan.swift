@@ -42,7 +42,9 @@ public enum FolderScan {
     public static func scan(_ folders: [String], recursive: Bool, extensions: Set<String>? = nil) throws -> Result {
         var entries: [Entry] = []
         var skipped = 0
-        let lowered = extensions.map { Set($0.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) }) }
+        let lowered = extensions.map {
+            Set($0.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) })
+        }
         for folder in folders {
             let root = absolute(folder)
             var isDirectory: ObjCBool = false
@@ -57,7 +59,8 @@ public enum FolderScan {
                 do {
                     names = try FileManager.default.contentsOfDirectory(atPath: directory)
                 } catch {
-                    throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(ThumbpipeError.describe(error))")
+                    throw ThumbpipeError(
+                        .noInput, "\(directory): cannot read folder: \(ThumbpipeError.describe(error))")
                 }
                 for name in names where !name.hasPrefix(".") {
                     let path = directory + "/" + name
@@ -96,7 +99,8 @@ public enum FolderScan {
         let folder = absolute(base)
         var text = ""
         for entry in entries {
-            text += "{\"itemName\": \(JSONText.quote(entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\"}\n"
+            text +=
+                "{\"itemName\": \(JSONText.quote(entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\"}\n"
         }
         return text
     }
@@ -115,7 +119,8 @@ public enum FolderScan {
     static func absolute(_ path: String) -> String {
         let url =
             path.hasPrefix("/")
-            ? URL(fileURLWithPath: path) : URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path)
+            ? URL(fileURLWithPath: path)
+            : URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path)
         return url.standardizedFileURL.path
     }
 

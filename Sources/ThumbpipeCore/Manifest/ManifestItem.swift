@@ -18,6 +18,17 @@ public struct ManifestItem: Sendable, Equatable {
     public var image: String?
     /// The image path resolved against the manifest's folder.
     public var imagePath: String?
+    /// For an item migrated from an existing archive (`run OLD/items.archive`):
+    /// what it carries over instead of making it.
+    public var carried: Carried?
+
+    /// What a migrated item brings from its old folder.
+    public enum Carried: Sendable, Equatable {
+        /// Its store file, carried over byte for byte (the image is that file).
+        case storeFile
+        /// No store file: its archived thumbnail, kept untouched.
+        case thumbnail(Data)
+    }
 
     /// Creates an item.
     public init(

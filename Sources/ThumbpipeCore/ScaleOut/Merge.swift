@@ -140,7 +140,7 @@ public enum Merge {
         var a = stat()
         var b = stat()
         if stat(source, &a) == 0, lstat(target, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
-            return true  // already this very file (a merge done before)
+            return true  // already this very file (done before, or in place)
         }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let path = TemporaryFile.name(in: folder)

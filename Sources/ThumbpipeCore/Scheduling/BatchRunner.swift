@@ -323,7 +323,10 @@ public final class BatchRunner: Sendable {
         let item = manifest.items[index]
         let work = plan?.work[index]
         guard let path = item.imagePath else {
-            let archived = archived(item, date: manifest.modificationDate, png: nil)
+            // A migrated item without a store file keeps its archived thumbnail.
+            var kept: Data? = nil
+            if case .thumbnail(let png) = item.carried { kept = png }
+            let archived = archived(item, date: item.dateCreated ?? manifest.modificationDate, png: kept)
             let record =
                 state == nil ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
             return FinishedItem(index: index, archived: archived, record: record, hasImage: false)
@@ -341,11 +344,16 @@ public final class BatchRunner: Sendable {
                     date: date ?? manifest.modificationDate)
             }
         }
+        // A migrated item's store file is carried over, never encoded again.
+        let carried = item.carried == .storeFile
         let job = ItemJob(
-            index: index, itemKey: item.itemKey, source: path, makeThumbnail: needsThumbnail, makeStore: needsStore,
-            temporaryPath: TemporaryFile.name(in: options.outputFolder),
+            index: index, itemKey: item.itemKey, source: path, makeThumbnail: needsThumbnail,
+            makeStore: needsStore && !carried, temporaryPath: TemporaryFile.name(in: options.outputFolder),
             hashSource: work?.sourceUnchanged != true)
-        var outcome = try supervisor.run(job, slot: slot)
+        var outcome = ItemOutcome()
+        if job.makeThumbnail || job.makeStore {
+            outcome = try supervisor.run(job, slot: slot)
+        }
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
         trace?.record(outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line)
         var thumbnail = outcome.thumbnail.map { Result<Data, ItemFailure>.success($0) } ?? reused
@@ -362,6 +370,19 @@ public final class BatchRunner: Sendable {
                 unlink(job.temporaryPath)
                 outcome.storeWritten = false
             }
+        }
+        if carried && needsStore && outcome.failure == nil {
+            var spans = Spans()
+            let target = store.path(forKey: item.itemKey)
+            try spans.measure(.store) {
+                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
+                _ = try Merge.place(path, at: target)
+            }
+            outcome.spans.append(spans)
+            outcome.storeWritten = true
+            outcome.storeHash = ContentHash.file(target)
+            if outcome.sourceStamp == nil { outcome.sourceStamp = FileStamp(path: path) }
+            if outcome.sourceHash == nil { outcome.sourceHash = outcome.storeHash }
         }
         let date =
             item.dateCreated ?? outcome.header?.dateTimeOriginal ?? Self.modificationDate(path)
@@ -394,8 +415,13 @@ public final class BatchRunner: Sendable {
         case nil: break
         }
         if failure != nil {
-            // An item without a usable image has no store file, not even an old one.
-            store.delete(forKey: item.itemKey)
+            // An item without a usable image has no store file, not even an old one
+            // (but a migrated store file in place is the user's, and stays).
+            let target = store.path(forKey: item.itemKey)
+            let inPlace =
+                item.carried == .storeFile
+                && item.imagePath.flatMap(OutputGuard.realPath) == OutputGuard.realPath(target)
+            if !inPlace { store.delete(forKey: item.itemKey) }
             png = nil
         }
         let archived = archived(item, date: date, png: png)

@@ -76,7 +76,9 @@ public enum OutputGuard {
         let file = URL(fileURLWithPath: manifest.path).lastPathComponent
         let folder = realPath(outputFolder) ?? outputFolder
         let archive = outputFolder + "/" + settings.archive.fileName
-        if state == nil && exists(archive) {
+        // An archive given as the input (a migration in place) is the user's to replace.
+        let archiveIsInput = realPath(archive).map { $0 == realPath(manifest.path) } ?? false
+        if state == nil && exists(archive) && !archiveIsInput {
             throw ThumbpipeError(
                 .cannotCreate,
                 "\(archive) exists and thumbpipe has no record of writing it (no .thumbpipe/state.sqlite); "
@@ -97,8 +99,10 @@ public enum OutputGuard {
                     file, item.line,
                     "itemKey '\(item.itemKey)' is reserved: it is the archive's file name (archive.fileName)")
             }
-            guard item.imagePath != nil else { continue }
+            guard let source = item.imagePath else { continue }
             let target = folder + "/" + item.itemKey
+            // A migrated store file in place: it is its own target, and is not written.
+            if item.carried == .storeFile && realPath(source) == target { continue }
             if protected.contains(target) {
                 throw ThumbpipeError.data(
                     file, item.line,

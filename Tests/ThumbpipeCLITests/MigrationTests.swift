@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import ThumbpipeCore
+import ThumbpipeTestSupport
+
+/// From a folder, stdin, or an app's Documents folder to an archive, without a manifest written by hand.
+@Suite("Folders, stdin and Documents folders as input", .serialized)
+struct MigrationTests {
+    /// A folder with sub-folders, spaces and commas in names, and a non-image named .jpg.
+    func photoFolder() throws -> String {
+        let root = TestPaths.temporaryFolder("folder")
+        let photos = root + "/photos"
+        try FileManager.default.createDirectory(atPath: photos + "/Beach, day 1", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: photos + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: photos + "/Beach, day 1/Beach, day 1.jpg")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("edge/webp-alpha_5_webp_a.webp"), toPath: photos + "/sub/glass.webp")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("edge/tiny-1x1-rgb_1x1.png"), toPath: photos + "/dot.png")
+        writeFile(photos, "notes.jpg", "not a photo, whatever its name says")
+        writeFile(photos, ".hidden.jpg", "hidden")
+        return root
+    }
+
+    @Test("scan writes a sorted JSONL manifest with stable keys; run DIR and run - give the same archive")
+    func scanAndRunFolder() throws {
+        let root = try photoFolder()
+        let scanned = try runThumbpipe(["scan", "photos", "-r", "-o", "lists/items.jsonl"], in: root)
+        #expect(scanned.status == 0, "\(scanned.stderr)")
+        #expect(scanned.stderr.contains("3 images, 1 files that are not images skipped"), "\(scanned.stderr)")
+        let lines = try String(contentsOfFile: root + "/lists/items.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(
+            lines[0].contains(#""itemName": "Beach, day 1""#)
+                && lines[0].contains(#""image": "../photos/Beach, day 1/Beach, day 1.jpg""#))
+        #expect(
+            lines[1].contains(#""image": "../photos/dot.png""#) && lines[2].contains("sub/glass.webp"), "sorted by path"
+        )
+        // Keys depend on the path inside the scanned folder only: a scan to stdout from elsewhere agrees.
+        let again = try runThumbpipe(["scan", root + "/photos", "--recursive"])
+        #expect(again.status == 0)
+        func keys(_ text: String) -> [String] {
+            text.split(separator: "\n").compactMap { line in
+                line.range(of: #""itemKey": "[^"]+""#, options: .regularExpression).map { String(line[$0]) }
+            }
+        }
+        #expect(keys(again.stdout) == keys(lines.joined(separator: "\n")))
+        // scan then run, run DIR, and run - all make the same archive.
+        let viaManifest = try runThumbpipe(["run", "lists/items.jsonl", "-o", "a", "-q"], in: root)
+        #expect(viaManifest.status == 0, "\(viaManifest.stderr)")
+        let viaFolder = try runThumbpipe(["run", "photos", "-r", "-o", "b", "-q"], in: root)
+        #expect(viaFolder.status == 0, "\(viaFolder.stderr)")
+        let viaStdin = try runProcess(
+            "/bin/sh", ["-c", "\"$0\" scan photos -r | \"$0\" run - -o c -q", TestPaths.executable], in: root)
+        #expect(viaStdin.status == 0, "\(viaStdin.stderr)")
+        let a = try Data(contentsOf: URL(fileURLWithPath: root + "/a/items.archive"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root + "/b/items.archive")) == a)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root + "/c/items.archive")) == a)
+        // Only the top folder without -r.
+        let flat = try runThumbpipe(["scan", "photos"], in: root)
+        #expect(flat.stdout.split(separator: "\n").count == 1)
+    }
+
+    @Test("A Documents folder made by a run, regenerated at scale 3: store files byte-identical, fields kept")
+    func regenerateDocuments() throws {
+        let folder = TestPaths.temporaryFolder("documents")
+        let lines = [
+            #"{"itemName": "Camera", "serialNumber": "C1", "valueInDollars": 12, "image": "\#(TestPaths.fixture("photos/Canon-EOS-1000D.jpg"))", "itemKey": "camera"}"#,
+            #"{"itemName": "Dice", "image": "\#(TestPaths.fixture("edge/png-palette-trns_paletted-transparent.png"))", "itemKey": "dice"}"#,
+            #"{"itemName": "Card", "itemKey": "card"}"#,
+        ]
+        let manifest = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/old", "-q"]).status == 0)
+        // The app lost one store file; that item keeps its archived thumbnail.
+        let oldDice = try KeyedArchiveReader(path: folder + "/old/items.archive").item(at: 1).thumbnailData
+        try FileManager.default.removeItem(atPath: folder + "/old/dice")
+        let result = try runThumbpipe([
+            "run", folder + "/old/items.archive", "-o", folder + "/new", "--scale", "3", "-q",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("1 items have no store file"), "\(result.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/new/camera"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/old/camera")), "carried over byte for byte")
+        let old = try KeyedArchiveReader(path: folder + "/old/items.archive").items()
+        let new = try KeyedArchiveReader(path: folder + "/new/items.archive").items()
+        #expect(new.map(\.itemKey) == old.map(\.itemKey))
+        #expect(new.map(\.itemName) == old.map(\.itemName) && new.map(\.dateCreated) == old.map(\.dateCreated))
+        #expect(new[0].valueInDollars == 12 && new[0].serialNumber == "C1")
+        let png = try #require(new[0].thumbnailData)
+        #expect(try #require(PNGInfo.size(png)) == (120, 120))
+        #expect(new[1].thumbnailData == oldDice, "kept untouched")
+        #expect(new[2].thumbnailData == nil)
+    }
+
+    @Test("An archive written by Apple's NSKeyedArchiver, first edition items included, is read and regenerated")
+    func appleArchive() throws {
+        let folder = TestPaths.temporaryFolder("apple")
+        let old = folder + "/Documents"
+        try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: old + "/K1")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Oppo-R7-Plus-small.jpg"), toPath: old + "/K2")
+        let thumb = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("edge/tiny-1x1-rgb_1x1.png")))
+        try thumb.write(to: URL(fileURLWithPath: folder + "/thumb.png"))
+        // As Apple's writer lays it out: NSMutableArray root, keys in its own order, a
+        // string shared by two items, NSMutableString and NSMutableData objects, an extra
+        // key, and a first-edition item with a UIImage under "thumbnail".
+        let script = #"""
+            import plistlib, sys
+            U = plistlib.UID
+            thumb = open(sys.argv[2], 'rb').read()
+            objects = [
+              '$null',
+              {'$class': U(2), 'NS.objects': [U(3), U(10), U(14)]},
+              {'$classname': 'NSMutableArray', '$classes': ['NSMutableArray', 'NSArray', 'NSObject']},
+              {'thumbnailData': U(6), 'extraKey': U(9), 'valueInDollars': 5, 'dateCreated': U(7),
+               'itemKey': U(4), 'serialNumber': U(5), 'itemName': U(8), '$class': U(17)},
+              'K1',
+              {'NS.string': 'SER-1', '$class': U(16)},
+              {'NS.data': thumb, '$class': U(18)},
+              {'NS.time': 400000000.0, '$class': U(19)},
+              'Shared name',
+              'ignored',
+              {'itemName': U(8), 'serialNumber': U(12), 'itemKey': U(11), 'dateCreated': U(7),
+               'valueInDollars': 7, 'thumbnail': U(13), '$class': U(17)},
+              'K2',
+              '',
+              {'$class': U(20), 'UIImageData': thumb},
+              {'itemName': U(15), 'serialNumber': U(0), 'itemKey': U(21), 'dateCreated': U(7),
+               'valueInDollars': 9, 'thumbnailData': U(6), '$class': U(17)},
+              'No photo',
+              {'$classname': 'NSMutableString', '$classes': ['NSMutableString', 'NSString', 'NSObject']},
+              {'$classname': 'BNRItem', '$classes': ['BNRItem', 'NSObject']},
+              {'$classname': 'NSMutableData', '$classes': ['NSMutableData', 'NSData', 'NSObject']},
+              {'$classname': 'NSDate', '$classes': ['NSDate', 'NSObject']},
+              {'$classname': 'UIImage', '$classes': ['UIImage', 'NSObject']},
+              'K3',
+            ]
+            archive = {'$archiver': 'NSKeyedArchiver', '$version': 100000, '$top': {'root': U(1)}, '$objects': objects}
+            plistlib.dump(archive, open(sys.argv[1], 'wb'), fmt=plistlib.FMT_BINARY)
+            """#
+        let python = try runProcess("/usr/bin/python3", ["-c", script, old + "/items.archive", folder + "/thumb.png"])
+        try #require(python.status == 0, "\(python.stderr)")
+        let inspect = try runThumbpipe(["inspect", old + "/items.archive"])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        #expect(inspect.stdout.contains("Shared name") && inspect.stdout.contains("SER-1"))
+        let result = try runThumbpipe(["run", old + "/items.archive", "-o", folder + "/new", "-q"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("1 items archived a UIImage thumbnail"), "\(result.stderr)")
+        let items = try KeyedArchiveReader(path: folder + "/new/items.archive").items()
+        #expect(items.map(\.itemKey) == ["K1", "K2", "K3"])
+        #expect(items.map(\.itemName) == ["Shared name", "Shared name", "No photo"])
+        #expect(items[0].serialNumber == "SER-1" && items[0].valueInDollars == 5)
+        #expect(items.allSatisfy { $0.dateCreated == Date(timeIntervalSinceReferenceDate: 400_000_000) })
+        let regenerated = try #require(items[1].thumbnailData, "first edition: regenerated")
+        #expect(try #require(PNGInfo.size(regenerated)) == (80, 80))
+        #expect(items[2].thumbnailData == thumb, "no store file: the archived thumbnail is kept")
+        for key in ["K1", "K2"] {
+            #expect(
+                try Data(contentsOf: URL(fileURLWithPath: folder + "/new/" + key))
+                    == Data(contentsOf: URL(fileURLWithPath: old + "/" + key)))
+        }
+        // In place, and incrementally.
+        let inPlace = try runThumbpipe(["run", old + "/items.archive", "-o", old, "-q"])
+        #expect(inPlace.status == 0, "\(inPlace.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: old + "/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/new/items.archive")))
+        let again = try runThumbpipe(["run", old + "/items.archive", "-o", old, "-q"])
+        #expect(again.status == 0)
+        #expect(try readJSONObject(old + "/.thumbpipe/report.json").counts("incremental")["decoded"] == 0)
+    }
+}
