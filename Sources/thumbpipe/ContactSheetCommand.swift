@@ -20,6 +20,9 @@ enum ContactSheetCommand {
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
         guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "contact-sheet.png"
+        guard output.lowercased().hasSuffix(".png") else {
+            throw ThumbpipeError(.usage, "contact-sheet writes PNG files: name the output .png, not '\(output)'")
+        }
         let columns = try args.option("--columns").map { try Int(option: $0, name: "--columns", range: 1...200) } ?? 10
         let perSheet =
             try args.option("--per-sheet").map { try Int(option: $0, name: "--per-sheet", range: 1...100_000) } ?? 100

@@ -33,6 +33,9 @@ enum RunCommand {
           --timeout S               seconds one item may take before its worker is killed
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --no-html                 do not write OUT/.thumbpipe/report.html
+          --log FILE                one JSON line per item: key, name, line, source,
+                                    action (new, changed, unchanged, removed, failed),
+                                    reason, milliseconds
           --trace FILE              write a Chrome trace (one span per stage per item, a
                                     track per worker) that opens in Perfetto
           --force                   redo every item, whatever the previous run did
@@ -72,6 +75,7 @@ enum RunCommand {
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
         let noHTML = args.flag("--no-html")
+        let logPath = try args.option("--log")
         let recursive = args.flag("-r", "--recursive")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
         let maxRemoved = try args.option("--max-removed").map { try RemovalLimit(parsing: $0) } ?? .standard
@@ -96,6 +100,10 @@ enum RunCommand {
             overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
         }
         let positionals = try args.finish(command: "run")
+        if json && !dryRun {
+            throw ThumbpipeError(
+                .usage, "--json goes with --dry-run (a run's figures are in OUT/.thumbpipe/report.json)")
+        }
         guard positionals.count == 1 else {
             throw ThumbpipeError(
                 .usage,
@@ -105,7 +113,17 @@ enum RunCommand {
         }
 
         var settings = try PipelineSettings.load(path: try PipelineSettings.locate(pipelineName))
-        for (key, value) in overrides {
+        for (key, original) in overrides {
+            var value = original
+            if key == "store.quality" {
+                // UIImageJPEGRepresentation's 0–1, or the 1–100 every other tool takes.
+                guard let q = Double(original), q.isFinite, q > 0, q <= 100 else {
+                    throw ThumbpipeError(
+                        .usage,
+                        "--quality must be from 0 to 1 (as UIImageJPEGRepresentation) or 1 to 100, not '\(original)'")
+                }
+                if q > 1 { value = String(q / 100) }
+            }
             let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
             do {
                 try settings.set(key, json, at: "command line")
@@ -160,6 +178,9 @@ enum RunCommand {
         try plan.checkRemovals(
             limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
         let options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
+        let log = try logPath.map { try ItemLog(path: $0) }
+        var onItem: (@Sendable (ItemLogEntry) -> Void)? = nil
+        if let log { onItem = { entry in log.write(entry) } }
         let total = manifest.items.count
         let hooks = RunHooks(
             onFailure: { failure in
@@ -170,7 +191,8 @@ enum RunCommand {
                     "\(manifestName):\(warning.line): \(warning.source): warning: \(warning.messages.joined(separator: "; "))"
                 )
             },
-            onProgress: { done in terminal.progress(done: done, total: total) })
+            onProgress: { done in terminal.progress(done: done, total: total) },
+            onItem: onItem)
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state,
             trace: try tracePath.map { try TraceWriter(path: $0, workers: jobs) }, hooks: hooks)
@@ -182,6 +204,9 @@ enum RunCommand {
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             try report.write(outputFolder: output)
             try shardInfo?.write(in: output)
+        }
+        if let log {
+            for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
         }
         if !noHTML {
             do {
@@ -259,7 +284,8 @@ enum RunCommand {
         if json {
             var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
                 [
-                    "itemKey": item.itemKey, "line": item.line, "class": work.itemClass.rawValue,
+                    "itemKey": item.itemKey, "itemName": item.itemName, "source": item.image ?? "", "line": item.line,
+                    "class": work.itemClass.rawValue,
                     "thumbnail": work.needsThumbnail, "store": work.needsStore, "reason": work.reason,
                 ]
             }
@@ -277,7 +303,9 @@ enum RunCommand {
         )
         for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
-            printOut("  \(work.itemClass.rawValue)\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))")
+            printOut(
+                "  \(work.itemClass.rawValue)\t\(item.itemName)\t\(item.image ?? "(no image)")\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
+            )
         }
         for key in plan.removed { printOut("  removed\t\(key)") }
     }
@@ -327,5 +355,26 @@ final class SignalCatcher {
             return state.received
         }
         if received != 0 { flag.cancel(signal: received) }
+    }
+}
+
+/// `run --log FILE`: one JSON line per item, written as items reach the archive.
+final class ItemLog: Sendable {
+    private let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw ThumbpipeError(.cannotCreate, "\(path): cannot create the log: \(ThumbpipeError.errnoText())")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    func write(_ entry: ItemLogEntry) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(entry) else { return }
+        writeAll(descriptor, String(decoding: data, as: UTF8.self) + "\n")
     }
 }

@@ -57,7 +57,9 @@ func main() -> Int32 {
         case "report": return try ReportCommand.main(arguments, terminal: terminal)
         case "scan": return try ScanCommand.main(arguments, terminal: terminal)
         default:
-            throw ThumbpipeError(.usage, "unknown command '\(command)' (see 'thumbpipe --help')")
+            let commands = ["run", "scan", "inspect", "extract", "contact-sheet", "merge", "report", "help"]
+            let hint = Suggestion.closest(to: command, in: commands).map { "; did you mean '\($0)'?" } ?? ""
+            throw ThumbpipeError(.usage, "unknown command '\(command)'\(hint) (see 'thumbpipe --help')")
         }
     } catch let error as ThumbpipeError {
         terminal.error(error.message)

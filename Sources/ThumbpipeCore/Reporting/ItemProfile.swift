@@ -112,3 +112,39 @@ public struct TimelinePoint: Sendable, Codable {
         self.rssBytes = rssBytes
     }
 }
+
+/// One line of `run --log FILE` (JSONL): what a run did with one item.
+public struct ItemLogEntry: Sendable, Codable {
+    public var itemKey: String
+    public var itemName: String
+    /// The manifest line (0 for a removed item).
+    public var line: Int
+    public var source: String
+    /// `new`, `changed`, `unchanged`, `removed` or `failed`.
+    public var action: String
+    /// Why, in a few words.
+    public var reason: String
+    /// The item's time in this run.
+    public var milliseconds: Double
+
+    init(_ item: ManifestItem, action: String, reason: String, milliseconds: Double = 0) {
+        itemKey = item.itemKey
+        itemName = item.itemName
+        line = item.line
+        source = item.image ?? ""
+        self.action = action
+        self.reason = reason
+        self.milliseconds = milliseconds
+    }
+
+    /// A removed item, known only by its key.
+    public init(removedKey key: String) {
+        itemKey = key
+        itemName = ""
+        line = 0
+        source = ""
+        action = "removed"
+        reason = "not in the manifest"
+        milliseconds = 0
+    }
+}

@@ -141,5 +141,24 @@ public struct RunReport: Sendable, Codable {
             throw ThumbpipeError(.software, "cannot encode the report: \(error)")
         }
         try TemporaryFile.write(data + Data("\n".utf8), to: outputFolder + "/.thumbpipe/report.json")
+        try keepHistory(data + Data("\n".utf8), outputFolder: outputFolder)
+    }
+
+    /// How many earlier reports `.thumbpipe/reports/` keeps.
+    public static let historyLength = 30
+
+    /// Keeps a copy as `.thumbpipe/reports/<start time>.json`, and only the last ``historyLength``.
+    private func keepHistory(_ data: Data, outputFolder: String) throws {
+        let folder = outputFolder + "/.thumbpipe/reports"
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(ThumbpipeError.describe(error))")
+        }
+        let stamp = (startTime ?? ISO8601Format.string(Date())).filter { $0.isNumber || $0 == "T" || $0 == "Z" }
+        try TemporaryFile.write(data, to: folder + "/" + stamp + ".json")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+            .filter { $0.hasSuffix(".json") }.sorted()
+        for name in names.dropLast(Self.historyLength) { unlink(folder + "/" + name) }
     }
 }

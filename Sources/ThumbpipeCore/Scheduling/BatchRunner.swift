@@ -126,15 +126,18 @@ public struct RunHooks: Sendable {
     public var onWarning: (@Sendable (WarningRecord) -> Void)?
     /// After each item, with the number archived so far.
     public var onProgress: (@Sendable (Int) -> Void)?
+    /// Once per item, in manifest order: what happened to it (for `--log`).
+    public var onItem: (@Sendable (ItemLogEntry) -> Void)?
 
     /// Creates hooks.
     public init(
         onFailure: (@Sendable (FailureRecord) -> Void)? = nil, onWarning: (@Sendable (WarningRecord) -> Void)? = nil,
-        onProgress: (@Sendable (Int) -> Void)? = nil
+        onProgress: (@Sendable (Int) -> Void)? = nil, onItem: (@Sendable (ItemLogEntry) -> Void)? = nil
     ) {
         self.onFailure = onFailure
         self.onWarning = onWarning
         self.onProgress = onProgress
+        self.onItem = onItem
     }
 }
 
@@ -329,7 +332,10 @@ public final class BatchRunner: Sendable {
             let archived = archived(item, date: item.dateCreated ?? manifest.modificationDate, png: kept)
             let record =
                 state == nil ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
-            return FinishedItem(index: index, archived: archived, record: record, hasImage: false)
+            var finished = FinishedItem(index: index, archived: archived, record: record, hasImage: false)
+            finished.log = ItemLogEntry(
+                item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
+            return finished
         }
         let needsThumbnail = work?.needsThumbnail ?? true
         let needsStore = work?.needsStore ?? true
@@ -426,6 +432,10 @@ public final class BatchRunner: Sendable {
         }
         let archived = archived(item, date: date, png: png)
         var finished = FinishedItem(index: index, archived: archived, thumbnail: png, hasImage: true)
+        finished.log = ItemLogEntry(
+            item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
+            reason: failure.map { "\($0.stage.rawValue): \($0.message)" } ?? work?.reason ?? "new",
+            milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
         if let failure {
             finished.failure = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",

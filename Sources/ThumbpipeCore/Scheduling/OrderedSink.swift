@@ -18,6 +18,8 @@ struct FinishedItem: Sendable {
     var hasImage: Bool
     /// What the item's source was, for the report's slowest items and samples.
     var profile: ItemProfile?
+    /// What happened to it, for `--log`.
+    var log: ItemLogEntry?
 }
 
 /// Hands out manifest positions to the slots, no further ahead of the
@@ -180,6 +182,7 @@ final class OrderedSink: Sendable {
         }
         if let failure = item.failure { hooks.onFailure?(failure) }
         if let warning = item.warning { hooks.onWarning?(warning) }
+        if let log = item.log { hooks.onItem?(log) }
         hooks.onProgress?(item.index + 1)
     }
 }
