@@ -29,7 +29,13 @@ enum ContactSheetCommand {
         let positionals = try args.finish(command: "contact-sheet")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "contact-sheet takes one ARCHIVE") }
         let reader = try KeyedArchiveReader(path: positionals[0])
-        let paths = try ContactSheet.write(from: reader, to: output, columns: columns, perSheet: perSheet)
+        // Failed items are told from items without a photo by the run's report, when it is there.
+        let folder = URL(fileURLWithPath: positionals[0]).deletingLastPathComponent().path
+        let report = try? RunReport.read((folder.isEmpty ? "." : folder) + "/.thumbpipe/report.json")
+        let failures = Dictionary(
+            (report?.failures ?? []).map { ($0.itemKey, $0.message) }, uniquingKeysWith: { first, _ in first })
+        let paths = try ContactSheet.write(
+            from: reader, to: output, columns: columns, perSheet: perSheet, failures: failures)
         terminal.diagnostic(
             "thumbpipe: \(reader.count) items on \(paths.count) sheet(s): \(paths.joined(separator: ", "))")
         return 0

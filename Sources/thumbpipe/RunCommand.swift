@@ -184,6 +184,7 @@ enum RunCommand {
         let total = manifest.items.count
         let hooks = RunHooks(
             onFailure: { failure in
+                terminal.countFailure()
                 terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")
             },
             onWarning: { warning in
@@ -220,6 +221,11 @@ enum RunCommand {
             terminal.diagnostic(
                 "thumbpipe: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, "
                     + "\(counts[.removed] ?? 0) removed; \(result.decodedItems) decoded")
+        }
+        if result.datesFromFileTimeCount > 0 {
+            terminal.diagnostic(
+                "thumbpipe: \(result.datesFromFileTimeCount) items are dated by their file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
+            )
         }
         let failed = result.failures.count
         let rate = Double(total) / max(result.seconds, 1e-9)

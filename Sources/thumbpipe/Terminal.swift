@@ -6,6 +6,7 @@ final class Terminal: Sendable {
     private struct State {
         var lastDraw: UInt64 = 0
         var barShown = false
+        var failures = 0
     }
     let showProgress: Bool
     let colour: Bool
@@ -32,7 +33,36 @@ final class Terminal: Sendable {
     func warning(_ text: String) { diagnostic(colour ? "\u{1B}[33mwarning:\u{1B}[0m \(text)" : "warning: \(text)") }
     func error(_ text: String) { diagnostic(colour ? "\u{1B}[31merror:\u{1B}[0m \(text)" : "error: \(text)") }
 
-    /// Redraws the bar: count, rate and ETA, at most ten times a second.
+    /// Counts a failure for the bar.
+    func countFailure() { state.withLock { $0.failures += 1 } }
+
+    /// The terminal's width in columns (80 when it cannot tell).
+    static func columns() -> Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
+    }
+
+    /// The bar's line for a terminal `columns` wide: never wider (so it never wraps
+    /// into a new line per redraw), dropping the bar first, then the rate.
+    static func progressLine(done: Int, total: Int, elapsed: Double, failures: Int, columns: Int) -> String {
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        let eta = rate > 0 ? Double(total - done) / rate : 0
+        let count = "\(done)/\(total)"
+        let failed = failures > 0 ? "  \(failures) failed" : ""
+        let times = "  \(duration(elapsed)) elapsed, ETA \(duration(eta))"
+        let speed = String(format: "  %.1f/s", rate)
+        var text = count + failed + times + speed
+        if text.count > columns - 1 { text = count + failed + times }
+        if text.count > columns - 1 { text = count + failed }
+        let room = columns - 1 - text.count - 1
+        guard room >= 10 else { return String(text.prefix(max(1, columns - 1))) }
+        let width = min(30, room)
+        let filled = total > 0 ? width * done / total : width
+        return String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled) + " " + text
+    }
+
+    /// Redraws the bar: count, failures, elapsed time, ETA and rate, at most ten times a second.
     func progress(done: Int, total: Int) {
         guard showProgress else { return }
         let now = DispatchTime.now().uptimeNanoseconds
@@ -40,14 +70,9 @@ final class Terminal: Sendable {
             guard done == total || now - state.lastDraw > 100_000_000 else { return }
             state.lastDraw = now
             let elapsed = Double(now - started) / 1e9
-            let rate = elapsed > 0 ? Double(done) / elapsed : 0
-            let eta = rate > 0 ? Double(total - done) / rate : 0
-            let width = 30
-            let filled = total > 0 ? width * done / total : width
-            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-            let line =
-                "\r\u{1B}[2K\(bar) \(done)/\(total)  \(String(format: "%.1f", rate)) items/s  ETA \(Self.duration(eta))"
-            Self.write(line)
+            let line = Self.progressLine(
+                done: done, total: total, elapsed: elapsed, failures: state.failures, columns: Self.columns())
+            Self.write("\r\u{1B}[2K" + line)
             state.barShown = true
             if done == total {
                 Self.write("\r\u{1B}[2K")

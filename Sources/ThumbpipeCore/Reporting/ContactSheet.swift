@@ -48,6 +48,9 @@ public struct ContactSheet: Sendable {
     public static let background: UInt8 = 128
     /// The layout of the sheets.
     public var layout: Layout
+    /// Why items failed, by key (from the run's report): a failed item is drawn
+    /// with a red outline and its reason, an item without a photo as a plain box.
+    public var failures: [String: String] = [:]
 
     /// Creates a contact sheet with `columns` per row and at most `perSheet` items per sheet.
     public init(columns: Int = 10, perSheet: Int = 100, thumbnailWidth: Int = 80, thumbnailHeight: Int = 80) {
@@ -68,9 +71,10 @@ public struct ContactSheet: Sendable {
     /// Renders every sheet of `reader`'s items and writes them as PNG files named from `base`.
     /// - Returns: the paths written.
     /// - Throws: ``ThumbpipeError`` for unreadable archives (65) or unwritable files (73/74).
-    public static func write(from reader: KeyedArchiveReader, to base: String, columns: Int = 10, perSheet: Int = 100)
-        throws -> [String]
-    {
+    public static func write(
+        from reader: KeyedArchiveReader, to base: String, columns: Int = 10, perSheet: Int = 100,
+        failures: [String: String] = [:]
+    ) throws -> [String] {
         try Vips.start()
         let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
         do {
@@ -79,6 +83,7 @@ public struct ContactSheet: Sendable {
             throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(ThumbpipeError.describe(error))")
         }
         var sheet = ContactSheet(columns: columns, perSheet: perSheet)
+        sheet.failures = failures
         // The first thumbnail sets the box size: one run's thumbnails share it.
         for index in 0..<reader.count {
             if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png),
@@ -141,10 +146,16 @@ public struct ContactSheet: Sendable {
             Self.blend(
                 box, onto: &canvas, x: origin.x, y: origin.y, maxWidth: layout.thumbnailWidth,
                 maxHeight: layout.thumbnailHeight)
+            if failures[item.itemKey] != nil { Self.outline(&canvas, x: origin.x, y: origin.y, layout: layout) }
         }
         let labelTop = origin.y + layout.thumbnailHeight + 4
         let labelWidth = layout.cellWidth - 4
-        if let mask = try? Self.text(item.itemName, width: labelWidth) {
+        var label = item.itemName
+        if item.thumbnailData == nil, let reason = failures[item.itemKey] {
+            // The reason's first words: enough to tell "file not found" from "truncated JPEG".
+            label += "\n" + reason.split(separator: " ").prefix(3).joined(separator: " ")
+        }
+        if let mask = try? Self.text(label, width: labelWidth) {
             let left =
                 (index % layout.perSheet % layout.columns) * layout.cellWidth + (layout.cellWidth - mask.width) / 2
             for y in 0..<min(mask.height, layout.labelHeight) {
@@ -158,6 +169,22 @@ public struct ContactSheet: Sendable {
                         canvas.pixels[i + c] = UInt8((bg * (255 - coverage) + 16 * coverage + 127) / 255)
                     }
                 }
+            }
+        }
+    }
+
+    /// A 2-pixel red frame around a failed item's box.
+    static func outline(_ canvas: inout RGBABuffer, x: Int, y: Int, layout: Layout) {
+        for row in 0..<layout.thumbnailHeight {
+            for column in 0..<layout.thumbnailWidth
+            where row < 2 || column < 2 || row >= layout.thumbnailHeight - 2 || column >= layout.thumbnailWidth - 2 {
+                let px = x + column
+                let py = y + row
+                guard px >= 0, py >= 0, px < canvas.width, py < canvas.height else { continue }
+                let i = (py * canvas.width + px) * 4
+                canvas.pixels[i] = 220
+                canvas.pixels[i + 1] = 30
+                canvas.pixels[i + 2] = 30
             }
         }
     }

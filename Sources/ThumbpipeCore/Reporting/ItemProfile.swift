@@ -113,6 +113,15 @@ public struct TimelinePoint: Sendable, Codable {
     }
 }
 
+/// An item whose `dateCreated` is the file's modification time: a guess a migration should see.
+public struct DateGuess: Sendable, Codable {
+    public var itemKey: String
+    public var line: Int
+    public var source: String
+    /// Why the file's time was used.
+    public var reason: String
+}
+
 /// One line of `run --log FILE` (JSONL): what a run did with one item.
 public struct ItemLogEntry: Sendable, Codable {
     public var itemKey: String

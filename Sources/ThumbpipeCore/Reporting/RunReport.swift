@@ -77,6 +77,10 @@ public struct RunReport: Sendable, Codable {
     public var slowest: [ItemProfile] = []
     /// An even sample of at most 2,000 decoded items: time, megapixels, format.
     public var sample: [ItemSample] = []
+    /// Items dated by their file's modification time (no EXIF date, or one in the
+    /// future): the first 1,000, and how many in all.
+    public var datesFromFileTime: [DateGuess] = []
+    public var datesFromFileTimeCount = 0
 
     /// An empty report.
     public init() {}
@@ -114,6 +118,8 @@ public struct RunReport: Sendable, Codable {
         timeline = result.timeline
         slowest = result.slowest
         sample = result.sample
+        datesFromFileTime = result.datesFromFileTime
+        datesFromFileTimeCount = result.datesFromFileTimeCount
     }
 
     /// Reads a report file.

@@ -116,6 +116,10 @@ public struct RunResult: Sendable {
     public var slowest: [ItemProfile] = []
     /// An even sample of at most 2,000 decoded items' times and sizes.
     public var sample: [ItemSample] = []
+    /// Items whose date is the file's modification time (a guess), the first 1,000.
+    public var datesFromFileTime: [DateGuess] = []
+    /// How many items' dates are guesses.
+    public var datesFromFileTimeCount = 0
 }
 
 /// Callbacks from a run, called in manifest order from the thread that writes the archive.
@@ -290,6 +294,8 @@ public final class BatchRunner: Sendable {
         result.startTime = startTime
         result.timeline = timeline
         result.slowest = totals.profiles.slowest
+        result.datesFromFileTime = totals.dateGuesses
+        result.datesFromFileTimeCount = totals.dateGuessCount
         result.sample = totals.profiles.sample
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
@@ -390,10 +396,27 @@ public final class BatchRunner: Sendable {
             if outcome.sourceStamp == nil { outcome.sourceStamp = FileStamp(path: path) }
             if outcome.sourceHash == nil { outcome.sourceHash = outcome.storeHash }
         }
-        let date =
-            item.dateCreated ?? outcome.header?.dateTimeOriginal ?? Self.modificationDate(path)
-            ?? manifest.modificationDate
-        return finish(item, index: index, work: work, thumbnail: thumbnail, outcome: outcome, date: date)
+        // The manifest's date, else the photo's EXIF date, else (a guess, listed in the
+        // report) the file's modification time. An EXIF date in the future is not trusted.
+        var date = item.dateCreated ?? manifest.modificationDate
+        var guessed: String? = nil
+        if item.dateCreated == nil {
+            let exif = outcome.header?.dateTimeOriginal
+            if let exif, exif <= Date().addingTimeInterval(86_400) {
+                date = exif
+            } else {
+                date = Self.modificationDate(path) ?? manifest.modificationDate
+                guessed =
+                    exif.map { "EXIF date \(ISO8601Format.string($0)) is in the future; the file's time was used" }
+                    ?? "no EXIF date; the file's time was used"
+            }
+        }
+        var finished = finish(item, index: index, work: work, thumbnail: thumbnail, outcome: outcome, date: date)
+        if let guessed, finished.failure == nil {
+            finished.dateGuess = DateGuess(
+                itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: guessed)
+        }
+        return finished
     }
 
     /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.

@@ -20,6 +20,8 @@ struct FinishedItem: Sendable {
     var profile: ItemProfile?
     /// What happened to it, for `--log`.
     var log: ItemLogEntry?
+    /// Its date is a guess (the file's time).
+    var dateGuess: DateGuess?
 }
 
 /// Hands out manifest positions to the slots, no further ahead of the
@@ -84,6 +86,8 @@ final class OrderedSink: Sendable {
         var decodedItems = 0
         var archiveSeconds = 0.0
         var profiles = ProfileCollector()
+        var dateGuesses: [DateGuess] = []
+        var dateGuessCount = 0
     }
 
     private let buffer = Mutex(Buffer())
@@ -179,6 +183,10 @@ final class OrderedSink: Sendable {
             totals.sourceBytes += item.bytesRead
             if item.decoded { totals.decodedItems += 1 }
             if let profile = item.profile { totals.profiles.add(profile) }
+            if let guess = item.dateGuess {
+                totals.dateGuessCount += 1
+                if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }
+            }
         }
         if let failure = item.failure { hooks.onFailure?(failure) }
         if let warning = item.warning { hooks.onWarning?(warning) }
