@@ -452,3 +452,36 @@ static int discard_strip(VipsRegion *region, VipsRect *area, void *a) {
 int CVipsShim_drain(VipsImage *in) {
     return vips_sink_disc(in, discard_strip, NULL);
 }
+
+// MARK: - Pipeline clocks
+
+#include <time.h>
+
+static gint64 now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (gint64)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int timer_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const VipsRect *r = &out->valid;
+    gint64 start = now_ns();
+    int status = vips_region_prepare(in, r);
+    __atomic_fetch_add((gint64 *)b, now_ns() - start, __ATOMIC_RELAXED);
+    if (status) return -1;
+    return vips_region_region(out, in, r, r->left, r->top);
+}
+
+int CVipsShim_timer(VipsImage *in, VipsImage **out, int64_t *nanoseconds) {
+    VipsImage *image = vips_image_new();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
+        vips_image_generate(image, vips_start_one, timer_generate, vips_stop_one, in, nanoseconds)) {
+        g_object_unref(image);
+        return -1;
+    }
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-timer-input", g_object_ref(in), g_object_unref);
+    *out = image;
+    return 0;
+}

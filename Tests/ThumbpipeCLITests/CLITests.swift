@@ -74,6 +74,12 @@ struct CLITests {
                 "decode", "scale", "clip", "encode", "store",
             ]))
         #expect(Set(spans.compactMap { ($0["args"] as? [String: Any])?["itemKey"] as? String }) == ["a", "b", "c"])
+        // Spans carry the source's facts, and a full decode is never counted as "store".
+        let a = try #require(spans.first { ($0["args"] as? [String: Any])?["itemKey"] as? String == "a" })
+        let args = try #require(a["args"] as? [String: Any])
+        #expect(args["file"] as? String == "Nikon-D3100.jpg" && args["format"] as? String == "JPEG")
+        #expect((args["megapixels"] as? Double ?? 0) > 14 && (args["bytes"] as? Int ?? 0) > 3_000_000)
+        #expect(Set(spans.compactMap { $0["name"] as? String }).isSuperset(of: ["header", "decode", "store", "write"]))
         #expect(Set(spans.compactMap { $0["tid"] as? Int }).isSubset(of: [1, 2]))
         #expect(spans.allSatisfy { ($0["dur"] as? Double ?? -1) >= 0 && ($0["ts"] as? Double ?? -1) >= 0 })
         let names = events.filter { $0["name"] as? String == "thread_name" }.count
@@ -97,6 +103,13 @@ struct CLITests {
         (["inspect", "--help"], 0, "--json"),
         (["extract", "--help"], 0, "DIR"),
         (["frobnicate"], 64, "unknown command"),
+        (["rnu"], 64, "unknown command 'rnu'; did you mean 'run'?"),
+        (["run", "x.jsonl", "--jbos", "2"], 64, "did you mean '--jobs'?"),
+        (["run", "x.jsonl", "--output", "--force"], 64, "--output needs a value, but '--force' follows it"),
+        (["run", "x.jsonl", "--json"], 64, "--json goes with --dry-run"),
+        (["run", "x.jsonl", "--quality", "150"], 64, "--quality must be from 0 to 1"),
+        (["contact-sheet", "a.archive", "-o", "sheet.jpg"], 64, "contact-sheet writes PNG files"),
+        (["scan"], 64, "scan needs at least one DIR"),
         ([], 64, "USAGE"),
         (["run"], 64, "needs a MANIFEST"),
         (["run", "x.jsonl", "--jobs", "zero"], 64, "--jobs"),

@@ -173,3 +173,90 @@ struct MigrationTests {
         #expect(try readJSONObject(old + "/.thumbpipe/report.json").counts("incremental")["decoded"] == 0)
     }
 }
+
+/// What a run says about each item, and the knobs users reach for first.
+@Suite("Saying what happened", .serialized)
+struct SayingTests {
+    @Test("--quality 50 is --quality 0.5, byte for byte")
+    func qualityScales() throws {
+        let folder = TestPaths.temporaryFolder("quality")
+        let manifest = writeFile(
+            folder, "m.jsonl",
+            #"{"itemName": "P", "image": "\#(TestPaths.fixture("photos/Sigma-DP1-small.jpg"))", "itemKey": "p"}"# + "\n"
+        )
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/a", "-q", "--quality", "50"]).status == 0)
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/b", "-q", "--quality", "0.5"]).status == 0)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/a/p"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/b/p")))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/a/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/b/items.archive")))
+    }
+
+    @Test("--log names every item with its action; dates from file times are listed; reports are kept")
+    func logDatesAndHistory() throws {
+        let folder = TestPaths.temporaryFolder("log")
+        // flickr's photo has no EXIF date: its date is the file's time, a guess to be listed.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("edge/orientation-1_Landscape_1.jpg"), toPath: folder + "/a.jpg")
+        let lines = [
+            #"{"itemName": "Landscape", "image": "a.jpg", "itemKey": "a"}"#,
+            #"{"itemName": "Missing", "image": "gone.jpg", "itemKey": "b"}"#,
+            #"{"itemName": "Card", "itemKey": "c"}"#,
+        ]
+        let manifest = writeFile(folder, "m.jsonl", lines.joined(separator: "\n") + "\n")
+        let first = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/log.jsonl"])
+        #expect(first.status == 1)
+        let entries = try String(contentsOfFile: folder + "/log.jsonl", encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(entries.map { $0["itemKey"] as? String } == ["a", "b", "c"])
+        #expect(entries.map { $0["action"] as? String } == ["new", "failed", "new"])
+        #expect(entries[1]["itemName"] as? String == "Missing" && entries[1]["source"] as? String == "gone.jpg")
+        #expect((entries[1]["reason"] as? String)?.contains("file not found") == true)
+        let report = try readJSONObject(folder + "/out/.thumbpipe/report.json")
+        #expect(report["datesFromFileTimeCount"] as? Int == 1, "\(first.stderr)")
+        #expect(try report.objects("datesFromFileTime").first?["itemKey"] as? String == "a")
+        #expect(first.stderr.contains("1 items are dated by their file's time"))
+        #expect(report["startTime"] as? String != nil && report["thumbpipeVersion"] as? String != nil)
+        // A second run: its log says unchanged, and both reports are kept.
+        let second = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/log2.jsonl"])
+        #expect(second.status == 1)
+        let again = try String(contentsOfFile: folder + "/log2.jsonl", encoding: .utf8)
+        #expect(again.contains(#""action":"unchanged""#))
+        #expect(listing(folder + "/out/.thumbpipe/reports").count == 2)
+        // The dry run names items by name and source.
+        writeFile(
+            folder, "m.jsonl",
+            (lines + [#"{"itemName": "New one", "image": "a.jpg", "itemKey": "d"}"#]).joined(separator: "\n") + "\n")
+        let plan = try runThumbpipe(["run", manifest, "-o", folder + "/out", "--dry-run"])
+        #expect(plan.stdout.contains("new\tNew one\ta.jpg\td"), "\(plan.stdout)")
+    }
+
+    @Test("The contact sheet tells a failed item (red outline, reason) from one without a photo")
+    func contactSheetFailures() throws {
+        let folder = TestPaths.temporaryFolder("sheet")
+        let manifest = writeFile(
+            folder, "m.jsonl",
+            [
+                #"{"itemName": "Missing", "image": "gone.jpg", "itemKey": "b"}"#,
+                #"{"itemName": "Card", "itemKey": "c"}"#,
+            ]
+            .joined(separator: "\n") + "\n")
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"]).status == 1)
+        let result = try runThumbpipe([
+            "contact-sheet", folder + "/out/items.archive", "-o", folder + "/sheet.png", "--columns", "2",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let sheet = try DecodedTestImage.load(folder + "/sheet.png")
+        // The failed item's box has a red frame; the item without a photo has none.
+        let layout = ContactSheet(columns: 2).layout
+        let failed = layout.thumbnailOrigin(of: 0)
+        let plain = layout.thumbnailOrigin(of: 1)
+        let failedCorner = sheet[failed.x + 1, failed.y + 1]
+        let plainCorner = sheet[plain.x + 1, plain.y + 1]
+        #expect(failedCorner[0] > 200 && failedCorner[1] < 60, "\(failedCorner)")
+        #expect(plainCorner[0] < 120, "\(plainCorner)")
+    }
+}

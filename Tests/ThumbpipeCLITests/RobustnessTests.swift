@@ -97,8 +97,8 @@ struct RobustnessTests {
         // Measured inside the run, where process start-up and a loaded machine do not count:
         // the refusal takes only a header read.
         let report = try readJSONObject(folder + "/out/.thumbpipe/report.json")
-        let decode = try report.object("stages").object("decode")
-        let milliseconds = try #require(decode["maxMs"] as? Double)
+        let header = try report.object("stages").object("header")
+        let milliseconds = try #require(header["maxMs"] as? Double)
         #expect(milliseconds < 1000, "header read and refusal took \(milliseconds) ms")
         #expect(try #require(report["peakRSSBytes"] as? Int) < 100_000_000)
     }

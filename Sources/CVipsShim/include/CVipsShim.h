@@ -11,6 +11,7 @@
 #define CVIPSSHIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <vips/vips.h>
 
 /// The warnings libvips and its loaders logged since the last call, one per
@@ -132,5 +133,9 @@ int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out);
 
 /// Computes every pixel of `in` in full-width strips and discards them.
 int CVipsShim_drain(VipsImage *in);
+
+/// `out` is `in`, pixel for pixel; the time spent computing `in`'s pixels (all
+/// that lies upstream) is added to `*nanoseconds`, which must outlive `out`.
+int CVipsShim_timer(VipsImage *in, VipsImage **out, int64_t *nanoseconds);
 
 #endif

@@ -103,8 +103,13 @@ public struct Decode: Sendable {
     /// Decodes a source at full size, for the store; streaming (lazy), unless
     /// `inMemory`, when every pixel is decoded into memory at once so that the
     /// store and the thumbnail can share one decode.
-    func fullSize(_ path: String, header: SourceHeader, inMemory: Bool = false) throws(ItemFailure) -> DecodedImage {
-        let image = try toSRGB(try load(path, shrink: 1, scale: 1, format: header.format), format: header.format)
+    func fullSize(_ path: String, header: SourceHeader, inMemory: Bool = false, clocks: PipelineClocks? = nil)
+        throws(ItemFailure) -> DecodedImage
+    {
+        var loaded = try load(path, shrink: 1, scale: 1, format: header.format)
+        if let clocks { loaded = try clocks.time(loaded, \.decoding, format: header.format) }
+        var image = try toSRGB(loaded, format: header.format)
+        if let clocks { image = try clocks.time(image, \.colouring, format: header.format) }
         guard inMemory else { return DecodedImage(image: image, header: header) }
         do {
             return DecodedImage(image: try image.inMemory(), header: header, inMemory: true)

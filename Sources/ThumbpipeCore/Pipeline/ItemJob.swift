@@ -92,7 +92,7 @@ public struct ItemJobRunner: Sendable {
         beforeOpen()
         var spans = Spans()
         do {
-            let header = try spans.measure(.decode) { () throws(ItemFailure) in
+            let header = try spans.measure(.header) { () throws(ItemFailure) in
                 try thumbnailer.decode.header(of: job.source)
             }
             outcome.header = header
@@ -130,37 +130,43 @@ public struct ItemJobRunner: Sendable {
         let plan = DecodePlan.choose(
             for: header, canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height)
         outcome.decoded = true
-        switch plan {
-        case .tap(let factor):
-            // One streaming decode; the store (or a drain) pulls every pixel past the tap.
-            var decoded = try thumbnailer.decode.fullSize(path, header: header)
-            let tap = try Self.vips { try ThumbnailTap(for: decoded.image, factor: factor) }
-            try withExtendedLifetime(tap) {
-                decoded.image = try Self.vips { try tap.tapping(decoded.image) }
-                if job.makeStore {
-                    try writeStore(job, outcome: &outcome, spans: &spans) { decoded }
-                } else {
-                    try spans.measure(.decode) { () throws(ItemFailure) in
-                        try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
+        // Decoding and colour happen inside whatever pulls the pixels: timed apart.
+        let clocks = PipelineClocks()
+        try withExtendedLifetime(clocks) {
+            switch plan {
+            case .tap(let factor):
+                // One streaming decode; the store (or a drain) pulls every pixel past the tap.
+                var decoded = try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
+                let tap = try Self.vips { try ThumbnailTap(for: decoded.image, factor: factor) }
+                try withExtendedLifetime(tap) {
+                    decoded.image = try Self.vips { try tap.tapping(decoded.image) }
+                    if job.makeStore {
+                        try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) { decoded }
+                    } else {
+                        try spans.measure(.decode) { () throws(ItemFailure) in
+                            try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
+                        }
+                        spans.split(lastOf: .decode, into: [(.colour, clocks.parts[1].1)])
+                    }
+                    if job.makeThumbnail {
+                        outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
                     }
                 }
-                if job.makeThumbnail {
-                    outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
+            case .once:
+                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true, clocks: clocks)
                 }
-            }
-        case .once:
-            let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-                try thumbnailer.decode.fullSize(path, header: header, inMemory: true)
-            }
-            if job.makeThumbnail { outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans) }
-            if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
-        case .twice:
-            if job.makeThumbnail {
-                outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
-            }
-            if job.makeStore {
-                try writeStore(job, outcome: &outcome, spans: &spans) {
-                    try thumbnailer.decode.fullSize(path, header: header)
+                spans.split(lastOf: .decode, into: clocks.parts)
+                if job.makeThumbnail { outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans) }
+                if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
+            case .twice:
+                if job.makeThumbnail {
+                    outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+                }
+                if job.makeStore {
+                    try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
+                        try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
+                    }
                 }
             }
         }
@@ -180,13 +186,16 @@ public struct ItemJobRunner: Sendable {
     }
 
     /// Writes the store file under the job's temporary path, flushed and closed.
+    /// With `clocks`, the decoding and colour the encoder pulled are split out of the store span.
     private func writeStore(
-        _ job: ItemJob, outcome: inout ItemOutcome, spans: inout Spans, _ decode: () throws -> DecodedImage
+        _ job: ItemJob, outcome: inout ItemOutcome, spans: inout Spans, clocks: PipelineClocks? = nil,
+        _ decode: () throws -> DecodedImage
     ) throws {
         let file = try spans.measure(.store) {
             try store.writeTemporary(try decode(), to: job.temporaryPath, forKey: job.itemKey)
         }
-        try file.flushAndClose()
+        if let clocks { spans.split(lastOf: .store, into: clocks.parts) }
+        try spans.measure(.write) { try file.flushAndClose() }
         outcome.storeWritten = true
         outcome.storeHash = ContentHash.file(job.temporaryPath)
     }

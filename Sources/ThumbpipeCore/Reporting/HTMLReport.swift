@@ -10,8 +10,8 @@ public enum HTMLReport {
     public static let tableRows = 500
 
     static let stageColours: [String: String] = [
-        "decode": "#4e79a7", "store": "#f28e2b", "scale": "#59a14f", "clip": "#e15759", "encode": "#76b7b2",
-        "archive": "#edc948", "state": "#b07aa1",
+        "header": "#9c755f", "decode": "#4e79a7", "colour": "#bab0ac", "store": "#f28e2b", "write": "#ff9da7",
+        "scale": "#59a14f", "clip": "#e15759", "encode": "#76b7b2", "archive": "#edc948", "state": "#b07aa1",
     ]
     static let formatColours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"]
 

@@ -28,6 +28,23 @@ public struct Spans: Sendable, Codable {
         return try body()
     }
 
+    /// Splits the last span of `stage` into `parts` (stage, nanoseconds) laid back
+    /// to back from its start, the rest keeping `stage`: for a streaming pipeline,
+    /// whose stages interleave, the time each took, shown one after another.
+    public mutating func split(lastOf stage: Stage, into parts: [(Stage, Int64)]) {
+        guard let index = all.lastIndex(where: { $0.stage == stage }) else { return }
+        let span = all[index]
+        var cursor = span.start
+        var pieces: [Span] = []
+        for (part, nanoseconds) in parts where nanoseconds > 0 {
+            let end = min(span.end, cursor + UInt64(nanoseconds))
+            pieces.append(Span(stage: part, start: cursor, end: end))
+            cursor = end
+        }
+        pieces.append(Span(stage: stage, start: cursor, end: span.end))
+        all.replaceSubrange(index...index, with: pieces)
+    }
+
     /// Adds another record's spans after these.
     public mutating func append(_ other: Spans) { all.append(contentsOf: other.all) }
 

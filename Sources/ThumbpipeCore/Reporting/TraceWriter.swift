@@ -32,16 +32,25 @@ public final class TraceWriter: Sendable {
     }
 
     /// Adds one task's spans on `worker`'s track, labelled with the item.
-    public func record(_ spans: Spans, worker: Int, itemKey: String, line: Int) {
+    /// With `source`, spans also carry the file's name, format, megapixels and bytes.
+    public func record(
+        _ spans: Spans, worker: Int, itemKey: String, line: Int,
+        source: (file: String, format: String, megapixels: Double, bytes: Int64)? = nil
+    ) {
         guard !spans.all.isEmpty else { return }
         let key = Self.escape(itemKey)
+        var extra = ""
+        if let source {
+            extra =
+                #","file":"\#(Self.escape(source.file))","format":"\#(Self.escape(source.format))","megapixels":\#(String(format: "%.2f", source.megapixels)),"bytes":\#(source.bytes)"#
+        }
         var text = ""
         for span in spans.all {
             let ts = Double(span.start &- origin) / 1000
             let dur = Double(span.end &- span.start) / 1000
             text += #",{"name":"\#(span.stage.rawValue)","cat":"stage","ph":"X","pid":1,"tid":\#(worker + 1),"#
             text += #""ts":\#(String(format: "%.1f", ts)),"dur":\#(String(format: "%.1f", dur)),"#
-            text += #""args":{"itemKey":"\#(key)","line":\#(line)}}"#
+            text += #""args":{"itemKey":"\#(key)","line":\#(line)\#(extra)}}"#
         }
         state.withLock { state in
             state.buffer += Array(text.utf8)

@@ -367,14 +367,21 @@ public final class BatchRunner: Sendable {
             outcome = try supervisor.run(job, slot: slot)
         }
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
-        trace?.record(outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line)
+        trace?.record(
+            outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
+            source: outcome.header.map {
+                (
+                    URL(fileURLWithPath: path).lastPathComponent, $0.format,
+                    Double($0.width) * Double($0.height) / 1e6, ItemJobRunner.fileSize(path)
+                )
+            })
         var thumbnail = outcome.thumbnail.map { Result<Data, ItemFailure>.success($0) } ?? reused
         if let failure = outcome.failure { thumbnail = .failure(failure) }
         if outcome.storeWritten {
             if case .success = thumbnail {
                 var spans = Spans()
                 if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-                try spans.measure(.store) {
+                try spans.measure(.write) {
                     try TemporaryFile.commitClosed(job.temporaryPath, to: store.path(forKey: item.itemKey))
                 }
                 outcome.spans.append(spans)
@@ -386,7 +393,7 @@ public final class BatchRunner: Sendable {
         if carried && needsStore && outcome.failure == nil {
             var spans = Spans()
             let target = store.path(forKey: item.itemKey)
-            try spans.measure(.store) {
+            try spans.measure(.write) {
                 if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
                 _ = try Merge.place(path, at: target)
             }
