@@ -399,22 +399,28 @@ static int tap_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *
     return 0;
 }
 
+// An image that is `in`, pixel for pixel, computed by `generate` (which also
+// looks at the pixels going by) with `client` as its second argument.
+static int pass_through(VipsImage *in, VipsImage **out, VipsGenerateFn generate, void *client) {
+    VipsImage *image = vips_image_new();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
+        vips_image_generate(image, vips_start_one, generate, vips_stop_one, in, client)) {
+        g_object_unref(image);
+        return -1;
+    }
+    // The output reads from `in`: keep it alive as long as the output.
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-pass-through-input", g_object_ref(in), g_object_unref);
+    *out = image;
+    return 0;
+}
+
 int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap) {
     if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || vips_image_get_bands(in) != tap->bands ||
         vips_image_get_width(in) != tap->width || vips_image_get_height(in) != tap->height) {
         vips_error("tap", "%s", "the tap needs the 8-bit image it was made for");
         return -1;
     }
-    VipsImage *image = vips_image_new();
-    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
-        vips_image_generate(image, vips_start_one, tap_generate, vips_stop_one, in, tap)) {
-        g_object_unref(image);
-        return -1;
-    }
-    // The output reads from `in`: keep it alive as long as the output.
-    g_object_set_data_full(G_OBJECT(image), "thumbpipe-tap-input", g_object_ref(in), g_object_unref);
-    *out = image;
-    return 0;
+    return pass_through(in, out, tap_generate, tap);
 }
 
 int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out) {
@@ -475,13 +481,5 @@ static int timer_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean
 }
 
 int CVipsShim_timer(VipsImage *in, VipsImage **out, int64_t *nanoseconds) {
-    VipsImage *image = vips_image_new();
-    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
-        vips_image_generate(image, vips_start_one, timer_generate, vips_stop_one, in, nanoseconds)) {
-        g_object_unref(image);
-        return -1;
-    }
-    g_object_set_data_full(G_OBJECT(image), "thumbpipe-timer-input", g_object_ref(in), g_object_unref);
-    *out = image;
-    return 0;
+    return pass_through(in, out, timer_generate, nanoseconds);
 }

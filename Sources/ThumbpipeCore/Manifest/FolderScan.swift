@@ -139,8 +139,11 @@ public enum FolderScan {
 /// JSON string literals for the text thumbpipe writes.
 enum JSONText {
     /// `text` as a JSON string literal.
-    static func quote(_ text: String) -> String {
-        var out = "\""
+    static func quote(_ text: String) -> String { "\"" + escape(text) + "\"" }
+
+    /// `text` escaped for the inside of a JSON string literal.
+    static func escape(_ text: String) -> String {
+        var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -156,6 +159,6 @@ enum JSONText {
                 }
             }
         }
-        return out + "\""
+        return out
     }
 }

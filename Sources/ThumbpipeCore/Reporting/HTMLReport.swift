@@ -231,31 +231,31 @@ public enum HTMLReport {
     }
 
     static func failures(_ r: RunReport) -> String {
-        var html = "<section id=\"failures\"><h2>Failures (\(r.failures.count))</h2>"
-        guard !r.failures.isEmpty else { return html + "<p class=\"muted\">None.</p></section>\n" }
-        html += "<table><tr><th>line</th><th>key</th><th>source</th><th>stage</th><th>message</th></tr>"
-        for f in r.failures.prefix(tableRows) {
-            html +=
-                "<tr class=\"failure\"><td class=n>\(f.line)</td><td>\(e(f.itemKey))</td><td>\(e(f.source))</td><td>\(e(f.stage.rawValue))</td><td>\(e(f.message))</td></tr>"
-        }
-        html += "</table>"
-        if r.failures.count > tableRows {
-            html += "<p class=\"muted\">… and \(r.failures.count - tableRows) more in report.json.</p>"
-        }
-        return html + "</section>\n"
+        table(
+            id: "failures", title: "Failures", rowClass: "failure",
+            columns: ["line", "key", "source", "stage", "message"],
+            rows: r.failures.map { ["\($0.line)", $0.itemKey, $0.source, $0.stage.rawValue, $0.message] })
     }
 
     static func warnings(_ r: RunReport) -> String {
-        var html = "<section id=\"warnings\"><h2>Warnings (\(r.warnings.count))</h2>"
-        guard !r.warnings.isEmpty else { return html + "<p class=\"muted\">None.</p></section>\n" }
-        html += "<table><tr><th>line</th><th>key</th><th>source</th><th>messages</th></tr>"
-        for w in r.warnings.prefix(tableRows) {
-            html +=
-                "<tr class=\"warning\"><td class=n>\(w.line)</td><td>\(e(w.itemKey))</td><td>\(e(w.source))</td><td>\(e(w.messages.joined(separator: "; ")))</td></tr>"
+        table(
+            id: "warnings", title: "Warnings", rowClass: "warning", columns: ["line", "key", "source", "messages"],
+            rows: r.warnings.map { ["\($0.line)", $0.itemKey, $0.source, $0.messages.joined(separator: "; ")] })
+    }
+
+    /// A section with a table of at most ``tableRows`` rows (the first column is a number).
+    static func table(id: String, title: String, rowClass: String, columns: [String], rows: [[String]]) -> String {
+        var html = "<section id=\"\(id)\"><h2>\(title) (\(rows.count))</h2>"
+        guard !rows.isEmpty else { return html + "<p class=\"muted\">None.</p></section>\n" }
+        html += "<table><tr>" + columns.map { "<th>\(e($0))</th>" }.joined() + "</tr>"
+        for row in rows.prefix(tableRows) {
+            html += "<tr class=\"\(rowClass)\">"
+            for (i, cell) in row.enumerated() { html += i == 0 ? "<td class=n>\(e(cell))</td>" : "<td>\(e(cell))</td>" }
+            html += "</tr>"
         }
         html += "</table>"
-        if r.warnings.count > tableRows {
-            html += "<p class=\"muted\">… and \(r.warnings.count - tableRows) more in report.json.</p>"
+        if rows.count > tableRows {
+            html += "<p class=\"muted\">… and \(rows.count - tableRows) more in report.json.</p>"
         }
         return html + "</section>\n"
     }
