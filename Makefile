@@ -5,7 +5,7 @@ SWIFT ?= swift
 OUT ?= out
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive
+.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million
 
 all: build
 
@@ -77,6 +77,13 @@ format:
 
 clean:
 	rm -rf .build $(OUT)
+
+# The nightly path at collection scale: 1,000,000 items (1,000 photos), first /
+# unchanged / dry-run / 10 changed, wall time and peak memory each.
+bench-million: deps
+	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
+	@test -x /usr/bin/time || { apt-get update -qq && $(APT_INSTALL) time; }
+	Benchmarks/million.sh
 
 # The archive benchmark: 1,000,000 items with 6 KB thumbnails, written and read back.
 bench-archive: deps

@@ -235,6 +235,15 @@ public final class BatchRunner: Sendable {
         let started = Spans.now
         let startTime = Date()
         let lock = try options.lock ?? Self.prepareOutputFolder(options.outputFolder)
+        let archivePath = options.outputFolder + "/" + settings.archive.fileName
+        let fingerprint = state == nil ? nil : IncrementalPlan.archiveFingerprint(manifest, settings)
+        if let unchanged = try runUnchanged(
+            started: started, startTime: startTime, archivePath: archivePath, fingerprint: fingerprint,
+            writeReport: writeReport)
+        {
+            withExtendedLifetime(lock) {}
+            return unchanged
+        }
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
         let dispenser = Dispenser(count: manifest.items.count, window: options.window)
@@ -318,9 +327,61 @@ public final class BatchRunner: Sendable {
             sink.abandonArchive()
             throw error
         }
+        if let state, let fingerprint, let stamp = FileStamp(path: archivePath) {
+            // What the next run compares to know it has nothing to write.
+            try state.setMeta("archiveFingerprint", fingerprint)
+            try state.setMeta("archiveStamp", "\(stamp.size):\(stamp.modified)")
+            try state.commit()
+        }
         TemporaryFile.syncFolder(options.outputFolder)
         result.seconds = Double(Spans.now - started) / 1e9
         withExtendedLifetime(lock) {}
+        return result
+    }
+
+    /// When nothing changed (every item unchanged, none removed, the same items
+    /// in the same order with the same fields, and the archive on disk the one
+    /// the last run wrote), a run writes nothing but its report: no worker, no
+    /// archive. Failures of the source are replayed from the state.
+    private func runUnchanged(
+        started: UInt64, startTime: Date, archivePath: String, fingerprint: String?,
+        writeReport: (RunResult) throws -> Void
+    ) throws -> RunResult? {
+        guard let plan, let state, let fingerprint, plan.nothingChanged,
+            try state.meta("archiveFingerprint") == fingerprint, let stamp = FileStamp(path: archivePath),
+            try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)"
+        else { return nil }
+        var failures: [FailureRecord] = []
+        var succeeded = 0
+        var withoutImage = 0
+        for (item, work) in zip(manifest.items, plan.work) {
+            guard item.imagePath != nil else {
+                withoutImage += 1
+                continue
+            }
+            if let failure = work.previous?.failure {
+                let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
+                let record = FailureRecord(
+                    line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
+                    stage: Stage(rawValue: parts[0]) ?? .decode,
+                    message: parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure)
+                failures.append(record)
+                hooks.onFailure?(record)
+            } else {
+                succeeded += 1
+            }
+        }
+        hooks.onProgress?(manifest.items.count)
+        var result = RunResult(
+            total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
+            seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
+        result.classes = plan.counts
+        result.timeSavedSeconds = plan.work.reduce(0) { $0 + ($1.previous?.seconds ?? 0) }
+        result.startTime = startTime
+        result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
+        result.peakRSSBytes = result.parentPeakRSSBytes
+        try writeReport(result)
+        result.seconds = Double(Spans.now - started) / 1e9
         return result
     }
 
@@ -336,11 +397,15 @@ public final class BatchRunner: Sendable {
             var kept: Data? = nil
             if case .thumbnail(let png) = item.carried { kept = png }
             let archived = archived(item, date: item.dateCreated ?? manifest.modificationDate, png: kept)
+            // An item without a photo costs its archive record: the state is written only when it changed.
             let record =
-                state == nil ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
+                state == nil || work?.itemClass == .unchanged
+                ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
             var finished = FinishedItem(index: index, archived: archived, record: record, hasImage: false)
-            finished.log = ItemLogEntry(
-                item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
+            if hooks.onItem != nil {
+                finished.log = ItemLogEntry(
+                    item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
+            }
             return finished
         }
         let needsThumbnail = work?.needsThumbnail ?? true
@@ -462,10 +527,12 @@ public final class BatchRunner: Sendable {
         }
         let archived = archived(item, date: date, png: png)
         var finished = FinishedItem(index: index, archived: archived, thumbnail: png, hasImage: true)
-        finished.log = ItemLogEntry(
-            item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
-            reason: failure.map { "\($0.stage.rawValue): \($0.message)" } ?? work?.reason ?? "new",
-            milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
+        if hooks.onItem != nil {
+            finished.log = ItemLogEntry(
+                item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
+                reason: failure.map { "\($0.stage.rawValue): \($0.message)" } ?? work?.reason ?? "new",
+                milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
+        }
         if let failure {
             finished.failure = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",

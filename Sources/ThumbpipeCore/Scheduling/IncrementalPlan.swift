@@ -56,6 +56,37 @@ public struct IncrementalPlan: Sendable {
         )
     }
 
+    /// The fingerprint of the archive a run of `manifest` writes: every field of
+    /// every item in order, the manifest's time (the date of items without a
+    /// photo) and the settings that shape items. With every item unchanged, an
+    /// equal fingerprint means the archive on disk is already the one to write.
+    public static func archiveFingerprint(_ manifest: Manifest, _ settings: PipelineSettings) -> String {
+        var hash = ContentHash.Streaming()
+        func add(_ text: String) {
+            var bytes = Array(text.utf8)
+            bytes.append(0)
+            bytes.withUnsafeBytes { hash.update($0) }
+        }
+        add(thumbnailFingerprint(settings))
+        add(storeFingerprint(settings))
+        add(settings.archive.className)
+        add(String(manifest.modificationDate.timeIntervalSince1970))
+        for item in manifest.items {
+            add(item.itemName)
+            add(item.serialNumber)
+            add(String(item.valueInDollars))
+            add(item.dateCreated.map { String($0.timeIntervalSince1970) } ?? "-")
+            add(item.itemKey)
+            add(item.image ?? "-")
+        }
+        return String(hash.finish(), radix: 16)
+    }
+
+    /// Whether nothing at all changed: no item new, changed or removed.
+    public var nothingChanged: Bool {
+        removed.isEmpty && work.allSatisfy { $0.itemClass == .unchanged }
+    }
+
     /// The fingerprint a failed item is recorded with: every limit that can make
     /// an item fail. A failure is kept while the source and these stay the same.
     public static func failureFingerprint(_ settings: PipelineSettings) -> String {

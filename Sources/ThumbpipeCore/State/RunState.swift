@@ -76,7 +76,25 @@ public final class RunState: @unchecked Sendable {
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
         }
+        // Facts about the run as a whole (the archive it wrote); readers that do not know it ignore it.
+        try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         try database.execute("BEGIN")
+    }
+
+    /// A run-wide fact, e.g. the fingerprint of the archive last written.
+    public func meta(_ key: String) throws -> String? {
+        var value: String?
+        try lock.withLock {
+            try database.query("SELECT value FROM meta WHERE key = ?", [.text(key)]) { value = $0.text(0) }
+        }
+        return value
+    }
+
+    /// Records a run-wide fact (committed with the next commit).
+    public func setMeta(_ key: String, _ value: String) throws {
+        try lock.withLock {
+            try database.query("INSERT OR REPLACE INTO meta VALUES (?, ?)", [.text(key), .text(value)])
+        }
     }
 
     deinit { try? commit() }
@@ -123,7 +141,15 @@ public final class RunState: @unchecked Sendable {
         return result
     }
 
-    /// Records (replaces) an item and commits it, so a killed run does not redo it.
+    /// Saves are committed in batches: every ``batchItems`` items or ``batchSeconds``,
+    /// whichever comes first. What is committed is done; a killed run redoes at most
+    /// the last batch (its store files are known by the claims journal meanwhile).
+    public static let batchItems = 1000
+    public static let batchSeconds = 0.25
+    private var pending = 0
+    private var lastCommit = Spans.now
+
+    /// Records (replaces) an item; committed with its batch.
     /// (In WAL mode with synchronous=NORMAL a commit costs no fsync; the WAL is
     /// synced at checkpoints.)
     public func save(_ record: ItemRecord, thumbnail: Data?) throws {
@@ -140,7 +166,10 @@ public final class RunState: @unchecked Sendable {
                     record.failure.map { .text($0) } ?? .null, .real(record.seconds),
                     thumbnail.map { .blob($0) } ?? .null,
                 ])
-            try commitLocked()
+            pending += 1
+            if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
+                try commitLocked()
+            }
         }
     }
 
@@ -158,6 +187,8 @@ public final class RunState: @unchecked Sendable {
 
     private func commitLocked() throws {
         try database.execute("COMMIT; BEGIN")
+        pending = 0
+        lastCommit = Spans.now
     }
 }
 

@@ -5,6 +5,8 @@ import Foundation
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     let path: String
+    /// Prepared statements by their SQL, compiled once and reused.
+    private var statements: [String: OpaquePointer] = [:]
 
     /// SQLite's SQLITE_TRANSIENT: copy bound text and blobs.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -23,7 +25,10 @@ final class SQLiteDatabase {
         sqlite3_busy_timeout(handle, 5000)
     }
 
-    deinit { sqlite3_close(handle) }
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(handle)
+    }
 
     private func error(_ what: String) -> ThumbpipeError {
         let message = String(cString: sqlite3_errmsg(handle))
@@ -50,12 +55,19 @@ final class SQLiteDatabase {
     }
 
     /// Runs a statement with parameters, calling `row` for each result row.
+    /// Statements are prepared once per connection and reused.
     func query(_ sql: String, _ parameters: [Value] = [], row: ((Row) throws -> Void)? = nil) throws {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
-            throw error("cannot prepare '\(sql.prefix(40))'")
+        var statement = statements[sql]
+        if statement == nil {
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
+                throw error("cannot prepare '\(sql.prefix(40))'")
+            }
+            statements[sql] = statement
         }
-        defer { sqlite3_finalize(statement) }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         for (i, value) in parameters.enumerated() {
             let index = Int32(i + 1)
             switch value {

@@ -92,7 +92,6 @@ public enum OutputGuard {
         let claims = Set(
             ((try? String(contentsOfFile: claimsPath(outputFolder), encoding: .utf8)) ?? "").split(separator: "\n")
                 .map(String.init))
-        let known = Set(try state?.keys() ?? [])
         for item in manifest.items {
             if item.itemKey == settings.archive.fileName {
                 throw ThumbpipeError.data(
@@ -109,7 +108,9 @@ public enum OutputGuard {
                     "itemKey '\(item.itemKey)' would overwrite \(target), the manifest or a source of this run; "
                         + "choose another output folder or key")
             }
-            if exists(target) && !known.contains(item.itemKey) && !claims.contains(item.itemKey) {
+            // Looked up only where a file stands in the way: the state is not read whole.
+            guard exists(target) && !claims.contains(item.itemKey) else { continue }
+            if try state?.record(forKey: item.itemKey) == nil {
                 throw ThumbpipeError.data(
                     file, item.line,
                     "itemKey '\(item.itemKey)': \(outputFolder)/\(item.itemKey) exists and thumbpipe did not write it; "

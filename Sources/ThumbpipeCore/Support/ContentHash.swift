@@ -104,7 +104,7 @@ public struct ContentHash {
     }
 
     /// XXH64 over bytes that arrive in pieces; equal to ``xxh64(_:seed:)`` of them all.
-    struct Streaming {
+    public struct Streaming {
         private var v1 = p1 &+ p2
         private var v2 = p2
         private var v3: UInt64 = 0
@@ -113,7 +113,9 @@ public struct ContentHash {
         /// Bytes not yet making a 32-byte stripe.
         private var pending: [UInt8] = []
 
-        mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        public init() {}
+
+        public mutating func update(_ bytes: UnsafeRawBufferPointer) {
             total += bytes.count
             var i = 0
             if !pending.isEmpty {
@@ -141,7 +143,7 @@ public struct ContentHash {
             v4 = ContentHash.round(v4, word(i + 24))
         }
 
-        func finish() -> UInt64 {
+        public func finish() -> UInt64 {
             var h: UInt64
             if total >= 32 {
                 h =
