@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 ITEMS=${ITEMS:-1000000}
 EVERY=${EVERY:-1000}
 WORK=${WORK:-Benchmarks/work/million}
+case "$WORK" in /*) ;; *) WORK=$(pwd)/$WORK ;; esac
 BIN=.build/release/thumbpipe
 swift build -c release --product thumbpipe >/dev/null
 mkdir -p "$WORK/src" "$WORK/photos" Benchmarks/results
