@@ -245,13 +245,16 @@ struct IncrementalTests {
                 "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM items WHERE source_path != ''\").fetchone()[0])",
                 out + "/.thumbpipe/state.sqlite",
             ])
-        let committed = try #require(Int(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(python.stderr)")
+        let committed = try #require(
+            Int(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(python.stderr)")
         let resumed = try c.run("out")
         let counts = c.incremental(resumed.report)
         #expect(resumed.status == 0)
         // What was committed is done: only the rest (at most the last batch) is decoded again.
         let decoded = try #require(counts["decoded"])
-        #expect(decoded <= 5 - committed, "committed items are not decoded again (\(committed) committed, \(finished) finished)")
+        #expect(
+            decoded <= 5 - committed,
+            "committed items are not decoded again (\(committed) committed, \(finished) finished)")
         try c.expectSameAsFresh("out")
     }
 

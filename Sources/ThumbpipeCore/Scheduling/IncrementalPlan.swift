@@ -126,11 +126,13 @@ public struct IncrementalPlan: Sendable {
                 continue
             }
             guard let path = item.imagePath else {
+                // Nothing of the record is needed for an item without a photo: not kept
+                // (a million such items would hold hundreds of MB of records).
                 let same = previous.sourcePath.isEmpty
                 work.append(
                     ItemWork(
                         itemClass: same ? .unchanged : .changed, needsThumbnail: false, needsStore: false,
-                        reason: same ? "no image" : "image removed", previous: previous))
+                        reason: same ? "no image" : "image removed", previous: nil))
                 continue
             }
             if force {
@@ -241,7 +243,7 @@ extension IncrementalPlan {
     /// the wrong or an empty manifest must not empty last night's folder.
     /// - Throws: ``ThumbpipeError`` (65) naming the count and the flag.
     public func checkRemovals(limit: RemovalLimit, manifestItems: Int, manifestName: String, output: String) throws {
-        let previous = removed.count + work.filter { $0.previous != nil }.count
+        let previous = removed.count + work.reduce(0) { $0 + ($1.itemClass == .new ? 0 : 1) }
         guard !removed.isEmpty else { return }
         if manifestItems == 0 {
             throw ThumbpipeError(
