@@ -36,8 +36,9 @@ enum RunCommand {
           --log FILE                one JSON line per item: key, name, line, source,
                                     action (new, changed, unchanged, removed, failed),
                                     reason, milliseconds
-          --trace FILE              write a Chrome trace (one span per stage per item, a
-                                    track per worker) that opens in Perfetto
+          --trace FILE              write a Chrome trace (each item's stage spans with
+                                    its file, format and size, a track per worker)
+                                    that opens in Perfetto
           --force                   redo every item, whatever the previous run did
           --dry-run                 print what a run would do (new, changed, unchanged,
                                     removed) and write nothing; with --json, as JSON
