@@ -248,7 +248,8 @@ struct CVipsShimTap {
     unsigned char *pixels_done; // per input pixel, for other rectangles (allocated when first needed)
     // 3-band images, full-width rows: per block row, the column sums of its rows
     // so far (one vectorisable add per byte), folded into `sums` when the block row is whole.
-    guint32 **column_sums;
+    // 16-bit sums while a block row cannot overflow them (factor ≤ 257), else 32-bit.
+    void **column_sums;
     int *rows_in_block;
     GMutex lock;
 };
@@ -264,7 +265,7 @@ CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
     tap->out_height = (height + factor - 1) / factor;
     tap->sums = g_new0(guint64, (size_t)tap->out_width * tap->out_height * 4);
     tap->rows_done = g_new0(unsigned char, height);
-    tap->column_sums = g_new0(guint32 *, tap->out_height);
+    tap->column_sums = g_new0(void *, tap->out_height);
     tap->rows_in_block = g_new0(int, tap->out_height);
     g_mutex_init(&tap->lock);
     return tap;
@@ -325,9 +326,15 @@ static void tap_fold(CVipsShimTap *tap, int oy);
 // the block row into the block sums once all its rows are in.
 static void tap_add_row3(CVipsShimTap *tap, const VipsPel *p, int y) {
     const int f = tap->factor, oy = y / f, n = tap->width * 3;
-    if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint32, n);
-    guint32 *restrict columns = tap->column_sums[oy];
-    for (int i = 0; i < n; i++) columns[i] += p[i];
+    if (f <= 257) {
+        if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint16, n);
+        guint16 *restrict columns = tap->column_sums[oy];
+        for (int i = 0; i < n; i++) columns[i] += p[i];
+    } else {
+        if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint32, n);
+        guint32 *restrict columns = tap->column_sums[oy];
+        for (int i = 0; i < n; i++) columns[i] += p[i];
+    }
     if (++tap->rows_in_block[oy] < MIN(f, tap->height - oy * f)) return;
     tap_fold(tap, oy);
 }
@@ -335,16 +342,18 @@ static void tap_add_row3(CVipsShimTap *tap, const VipsPel *p, int y) {
 // Folds the column sums of block row `oy` (the rows added so far) into the block sums.
 static void tap_fold(CVipsShimTap *tap, int oy) {
     const int f = tap->factor, rows = tap->rows_in_block[oy];
-    const guint32 *columns = tap->column_sums[oy];
+    const void *columns = tap->column_sums[oy];
     if (!columns) return;
+    const guint16 *narrow = f <= 257 ? columns : NULL;
+    const guint32 *wide = f <= 257 ? NULL : columns;
     guint64 *row = tap->sums + (size_t)oy * tap->out_width * 4;
     for (int block = 0; block < tap->out_width; block++) {
         int start = block * f, stop = MIN(tap->width, start + f);
         guint64 r = 0, g = 0, b = 0;
         for (int x = start; x < stop; x++) {
-            r += columns[x * 3];
-            g += columns[x * 3 + 1];
-            b += columns[x * 3 + 2];
+            r += narrow ? narrow[x * 3] : wide[x * 3];
+            g += narrow ? narrow[x * 3 + 1] : wide[x * 3 + 1];
+            b += narrow ? narrow[x * 3 + 2] : wide[x * 3 + 2];
         }
         guint64 *sum = row + (size_t)block * 4;
         sum[0] += r * 255;
