@@ -36,43 +36,27 @@ struct Arguments {
 
     /// Takes an option with a value (`--jobs 4` or `--jobs=4`); the last one wins.
     mutating func option(_ names: String...) throws -> String? {
-        known.formUnion(names)
-        var value: String? = nil
-        var i = 0
-        while i < remaining.count {
-            let arg = remaining[i]
-            if names.contains(arg) {
-                guard i + 1 < remaining.count else {
-                    throw ThumbpipeError(.usage, "\(arg) needs a value")
-                }
-                try Self.refuseFlagAsValue(arg, remaining[i + 1])
-                value = remaining[i + 1]
-                remaining.removeSubrange(i...(i + 1))
-                continue
-            }
-            if let name = names.first(where: { arg.hasPrefix($0 + "=") }) {
-                value = String(arg.dropFirst(name.count + 1))
-                remaining.remove(at: i)
-                continue
-            }
-            i += 1
-        }
-        return value
+        try values(names).last
     }
 
     /// Every value of a repeatable option.
     mutating func options(_ name: String) throws -> [String] {
-        known.insert(name)
+        try values([name])
+    }
+
+    /// Takes every occurrence of an option under any of `names`, in order.
+    private mutating func values(_ names: [String]) throws -> [String] {
+        known.formUnion(names)
         var values: [String] = []
         var i = 0
         while i < remaining.count {
             let arg = remaining[i]
-            if arg == name {
+            if names.contains(arg) {
                 guard i + 1 < remaining.count else { throw ThumbpipeError(.usage, "\(arg) needs a value") }
                 try Self.refuseFlagAsValue(arg, remaining[i + 1])
                 values.append(remaining[i + 1])
                 remaining.removeSubrange(i...(i + 1))
-            } else if arg.hasPrefix(name + "=") {
+            } else if let name = names.first(where: { arg.hasPrefix($0 + "=") }) {
                 values.append(String(arg.dropFirst(name.count + 1)))
                 remaining.remove(at: i)
             } else {

@@ -53,7 +53,7 @@ public final class KeyedArchiveWriter {
     public init(path: String, className: String, itemCount: Int) throws {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
-        file = try TemporaryFile(in: folder, for: url.lastPathComponent)
+        file = try TemporaryFile(in: folder)
         offsets = try SpillList(in: folder)
         itemArchiveRefs = try SpillList(in: folder)
         rootElementRefs = try SpillList(in: folder)

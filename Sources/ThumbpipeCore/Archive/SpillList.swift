@@ -14,7 +14,7 @@ final class SpillList {
     /// Creates the list's file in `folder` and unlinks it at once: nothing is
     /// left behind, whatever happens to the process.
     init(in folder: String) throws {
-        let file = try TemporaryFile(in: folder, for: "spill")
+        let file = try TemporaryFile(in: folder)
         descriptor = dup(file.descriptor)
         file.discard()
         guard descriptor >= 0 else {

@@ -227,8 +227,9 @@ public struct Decode: Sendable {
 
     /// A few words on what an unloadable file looks like, from its first bytes.
     static func sniff(_ path: String) -> String {
-        guard FileHandle(forReadingAtPath: path) != nil else { return "unreadable" }
         let head = Self.head(path, count: 16)
+        // Only readable, non-empty files get here: no bytes means it could not be read.
+        guard !head.isEmpty else { return "unreadable" }
         if head.starts(with: [0xFF, 0xD8]) { return "JPEG signature but unreadable header" }
         if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "PNG signature but damaged" }
         if head.count >= 4,
@@ -239,13 +240,9 @@ public struct Decode: Sendable {
         return "unknown signature"
     }
 
+    /// The format named in messages (ImageMagick loads many formats: "image").
     static func formatName(loader: String) -> String {
-        let l = loader.lowercased()
-        let table: [(String, String)] = [
-            ("jpeg", "JPEG"), ("png", "PNG"), ("webp", "WebP"), ("tiff", "TIFF"), ("gif", "GIF"),
-            ("heif", "HEIF"), ("svg", "SVG"), ("pdf", "PDF"), ("jp2k", "JPEG 2000"), ("jxl", "JPEG XL"),
-            ("magick", "image"), ("rad", "Radiance"), ("fits", "FITS"), ("openexr", "OpenEXR"),
-        ]
-        return table.first(where: { l.contains($0.0) })?.1 ?? "image"
+        guard let format = ImageFormat(loader: loader), format != .magick else { return "image" }
+        return format.displayName
     }
 }

@@ -146,7 +146,7 @@ public struct ItemJobRunner: Sendable {
                         try spans.measure(.decode) { () throws(ItemFailure) in
                             try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
                         }
-                        spans.split(lastOf: .decode, into: [(.colour, clocks.parts[1].1)])
+                        spans.split(lastOf: .decode, into: [(.colour, clocks.colourNanoseconds)])
                     }
                     if job.makeThumbnail {
                         outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
@@ -192,7 +192,7 @@ public struct ItemJobRunner: Sendable {
         _ decode: () throws -> DecodedImage
     ) throws {
         let file = try spans.measure(.store) {
-            try store.writeTemporary(try decode(), to: job.temporaryPath, forKey: job.itemKey)
+            try store.writeTemporary(try decode(), to: job.temporaryPath)
         }
         if let clocks { spans.split(lastOf: .store, into: clocks.parts) }
         try spans.measure(.write) { try file.flushAndClose() }

@@ -36,8 +36,9 @@ final class PipelineClocks {
         }
     }
 
+    /// Nanoseconds of colour conversion alone.
+    var colourNanoseconds: Int64 { max(0, colouring.pointee - decoding.pointee) }
+
     /// The split of a span that contained the whole pull: decode, then colour.
-    var parts: [(Stage, Int64)] {
-        [(.decode, decoding.pointee), (.colour, max(0, colouring.pointee - decoding.pointee))]
-    }
+    var parts: [(Stage, Int64)] { [(.decode, decoding.pointee), (.colour, colourNanoseconds)] }
 }

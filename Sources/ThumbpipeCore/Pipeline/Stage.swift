@@ -41,4 +41,15 @@ public struct ItemFailure: Error, Sendable, Codable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// The failure as the state records it: `stage: message`.
+    public var recorded: String { "\(stage.rawValue): \(message)" }
+
+    /// A failure read back from the state's `stage: message`.
+    public init(recorded text: String) {
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        self.init(
+            Stage(rawValue: parts[0]) ?? .decode, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : text
+        )
+    }
 }

@@ -19,7 +19,7 @@ public final class TraceWriter: Sendable {
     /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
     public init(path: String, workers: Int) throws {
         let url = URL(fileURLWithPath: path)
-        file = try TemporaryFile(in: url.deletingLastPathComponent().path, for: url.lastPathComponent)
+        file = try TemporaryFile(in: url.deletingLastPathComponent().path)
         self.path = path
         origin = Spans.now
         var head = #"{"displayTimeUnit":"ms","traceEvents":["#

@@ -359,12 +359,11 @@ public final class BatchRunner: Sendable {
                 withoutImage += 1
                 continue
             }
-            if let failure = work.previous?.failure {
-                let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
+            if let recorded = work.previous?.failure {
+                let failure = ItemFailure(recorded: recorded)
                 let record = FailureRecord(
                     line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
-                    stage: Stage(rawValue: parts[0]) ?? .decode,
-                    message: parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure)
+                    stage: failure.stage, message: failure.message)
                 failures.append(record)
                 hooks.onFailure?(record)
             } else {
@@ -437,7 +436,7 @@ public final class BatchRunner: Sendable {
             source: outcome.header.map {
                 (
                     URL(fileURLWithPath: path).lastPathComponent, $0.format,
-                    Double($0.width) * Double($0.height) / 1e6, ItemJobRunner.fileSize(path)
+                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead
                 )
             })
         var thumbnail = outcome.thumbnail.map { Result<Data, ItemFailure>.success($0) } ?? reused
@@ -493,12 +492,7 @@ public final class BatchRunner: Sendable {
 
     /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
     private func reusedThumbnail(_ item: ManifestItem, previous: ItemRecord) -> Result<Data, ItemFailure> {
-        if let failure = previous.failure {
-            let parts = failure.split(separator: ":", maxSplits: 1).map(String.init)
-            let stage = Stage(rawValue: parts[0]) ?? .decode
-            return .failure(
-                ItemFailure(stage, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : failure))
-        }
+        if let recorded = previous.failure { return .failure(ItemFailure(recorded: recorded)) }
         if let png = try? state?.thumbnail(forKey: item.itemKey) { return .success(png) }
         return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
     }
@@ -530,7 +524,7 @@ public final class BatchRunner: Sendable {
         if hooks.onItem != nil {
             finished.log = ItemLogEntry(
                 item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
-                reason: failure.map { "\($0.stage.rawValue): \($0.message)" } ?? work?.reason ?? "new",
+                reason: failure?.recorded ?? work?.reason ?? "new",
                 milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
         }
         if let failure {
@@ -591,7 +585,7 @@ public final class BatchRunner: Sendable {
             storeFingerprint: plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings),
             dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
             storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
-            failure: failure.map { "\($0.stage.rawValue): \($0.message)" },
+            failure: failure?.recorded,
             seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0)
     }
 

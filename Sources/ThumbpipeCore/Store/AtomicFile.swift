@@ -14,9 +14,9 @@ public final class TemporaryFile: @unchecked Sendable {
     /// The open descriptor, or -1 once closed.
     public private(set) var descriptor: Int32
 
-    /// Creates an empty temporary file in `folder` for `name` (O_CREAT | O_EXCL, mode 0644).
+    /// Creates an empty temporary file under a fresh name in `folder` (O_CREAT | O_EXCL, mode 0644).
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
-    public init(in folder: String, for name: String) throws {
+    public init(in folder: String) throws {
         path = Self.name(in: folder)
         descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if descriptor < 0 {
@@ -121,7 +121,7 @@ public final class TemporaryFile: @unchecked Sendable {
     /// Writes `data` to `finalPath` atomically.
     public static func write(_ data: Data, to finalPath: String) throws {
         let url = URL(fileURLWithPath: finalPath)
-        let file = try TemporaryFile(in: url.deletingLastPathComponent().path, for: url.lastPathComponent)
+        let file = try TemporaryFile(in: url.deletingLastPathComponent().path)
         do {
             try data.withUnsafeBytes { try file.write($0) }
             try file.commit(to: finalPath)

@@ -29,10 +29,9 @@ public struct ImageStore: Sendable {
     /// (GPS, maker notes, embedded thumbnails, profiles) is dropped.
     /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
     ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
-    func writeTemporary(_ decoded: DecodedImage, to temporaryPath: String? = nil, forKey key: String) throws
-        -> TemporaryFile
-    {
-        let file = try temporaryPath.map { try TemporaryFile(path: $0) } ?? TemporaryFile(in: folder, for: key)
+    /// - Parameter temporaryPath: the name to write under (a fresh one in the folder when nil).
+    func writeTemporary(_ decoded: DecodedImage, to temporaryPath: String? = nil) throws -> TemporaryFile {
+        let file = try temporaryPath.map { try TemporaryFile(path: $0) } ?? TemporaryFile(in: folder)
         do {
             var image = decoded.image
             if settings.orientation == .rotate && image.orientation != 1 {
@@ -78,7 +77,7 @@ public struct ImageStore: Sendable {
     public func write(source path: String, forKey key: String, limits: PipelineSettings.Limits) throws {
         let decode = Decode(limits: limits)
         let decoded = try decode.fullSize(path, header: try decode.header(of: path))
-        try writeTemporary(decoded, forKey: key).commit(to: self.path(forKey: key))
+        try writeTemporary(decoded).commit(to: self.path(forKey: key))
     }
 
     /// Deletes the store file for `key`, as `deleteImageForKey:` does; a missing file is fine.

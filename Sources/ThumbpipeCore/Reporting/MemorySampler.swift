@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+extension ProcessMemory {
+    /// The current resident set size of process `pid` in bytes (from /proc/PID/statm), or 0.
+    public static func residentBytes(pid: pid_t) -> Int {
+        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 127) }
+        guard n > 0 else { return 0 }
+        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+/// Samples the resident memory of a run, the parent and its live workers
+/// together, every `interval`: the peak of the sum is what the machine held.
+final class MemorySampler: Sendable {
+    /// The most timeline points kept: past it, every other point goes and the spacing doubles.
+    static let maxPoints = 600
+    private let peak = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchSemaphore(value: 0)
+    private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
+    private let started = Spans.now
+    private let workers: @Sendable () -> [pid_t]
+    private let progress: @Sendable () -> Int
+
+    /// Starts sampling; `workers` gives the live worker pids at each sample, and
+    /// `progress` the items archived so far, recorded with the memory about once a second.
+    init(
+        interval: Double = 0.05, workers: @escaping @Sendable () -> [pid_t],
+        progress: @escaping @Sendable () -> Int = { 0 }
+    ) {
+        self.workers = workers
+        self.progress = progress
+        let started = self.started
+        let thread = Thread { [self] in
+            var next = 0.0
+            while running.load(ordering: .relaxed) {
+                let total = sample(workers())
+                let t = Double(Spans.now - started) / 1e9
+                if t >= next {
+                    next = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
+                }
+                usleep(UInt32(interval * 1e6))
+            }
+            done.signal()
+        }
+        thread.name = "thumbpipe-memory"
+        thread.start()
+    }
+
+    private func sample(_ workers: [pid_t]) -> Int {
+        let total = workers.reduce(ProcessMemory.residentBytes(pid: getpid())) {
+            $0 + ProcessMemory.residentBytes(pid: $1)
+        }
+        _ = peak.max(total, ordering: .relaxed)
+        return total
+    }
+
+    /// Keeps a point; returns when the next one is due.
+    private func record(_ point: TimelinePoint) -> Double {
+        points.withLock { state in
+            state.list.append(point)
+            if state.list.count > Self.maxPoints {
+                state.list = state.list.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+                state.every *= 2
+            }
+            return point.t + state.every
+        }
+    }
+
+    /// Stops sampling; returns the highest total seen and the timeline.
+    func stop() -> (peak: Int, timeline: [TimelinePoint]) {
+        running.store(false, ordering: .relaxed)
+        done.wait()
+        // The last point: where the run ended.
+        let t = Double(Spans.now - started) / 1e9
+        _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: sample(workers())))
+        return (peak.load(ordering: .relaxed), points.withLock { $0.list })
+    }
+}
