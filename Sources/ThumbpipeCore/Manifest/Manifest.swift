@@ -1,86 +1,138 @@
 import Foundation
 
-/// A manifest read and checked in full: items in order, plus the warnings it raised.
+/// A manifest read and checked in full: items in order (packed, see ``ItemList``), plus the warnings it raised.
 public struct Manifest: Sendable {
     /// The manifest file's path.
     public var path: String
     /// The items, in manifest order.
-    public var items: [ManifestItem]
+    public var items: ItemList {
+        didSet { cachedKeyIndex = nil }
+    }
     /// One line per unknown field name, e.g. `items.jsonl:3: unknown field 'colour' ignored`.
     public var warnings: [String]
     /// The manifest file's modification time: the date of items without a photo.
     public var modificationDate: Date
+    /// The items' keys by hash, when reading the manifest already made it.
+    private var cachedKeyIndex: KeyIndex?
 
     /// The fields a manifest may have.
-    public static let knownFields: Set<String> = [
-        "itemName", "serialNumber", "valueInDollars", "dateCreated", "itemKey", "image",
-    ]
+    public static let knownFields: Set<String> = Set(ManifestFields.Name.allCases.map(\.text))
 
     /// Creates a manifest from items already checked.
     public init(path: String, items: [ManifestItem], warnings: [String] = [], modificationDate: Date) {
+        self.init(path: path, items: ItemList(items), warnings: warnings, modificationDate: modificationDate)
+    }
+
+    /// Creates a manifest from packed items already checked.
+    public init(path: String, items: ItemList, warnings: [String] = [], modificationDate: Date) {
         self.path = path
         self.items = items
         self.warnings = warnings
         self.modificationDate = modificationDate
     }
 
+    /// The items' keys by hash, to find an item by key.
+    var keyIndex: KeyIndex { cachedKeyIndex ?? KeyIndex(items) }
+
     /// Reads a manifest by its extension: `.jsonl`/`.ndjson`, `.json` or `.csv`.
+    /// A JSON Lines manifest is read in chunks, never whole.
     /// - Throws: ``ThumbpipeError`` with exit status 66 when the file cannot be
     ///   read, 65 with `file:line: reason` when its content is wrong.
     public static func read(path: String) throws -> Manifest {
         let url = URL(fileURLWithPath: path)
         let name = url.lastPathComponent
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw ThumbpipeError(.noInput, "\(path): cannot open manifest: \(ThumbpipeError.describe(error))")
+        let type = url.pathExtension.lowercased()
+        let cannotOpen = { (reason: String) in
+            ThumbpipeError(.noInput, "\(path): cannot open manifest: \(reason)")
         }
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let mtime = (attributes?[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
-        var manifest = try parse(
-            [UInt8](data), fileName: name, folder: url.deletingLastPathComponent().path, type: url.pathExtension)
+        var manifest: Manifest
+        if type == "jsonl" || type == "ndjson" {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw cannotOpen(ThumbpipeError.errnoText()) }
+            defer { close(descriptor) }
+            manifest = try readJSONLines(
+                descriptor: descriptor, fileName: name, folder: url.deletingLastPathComponent().path)
+        } else {
+            let data: Data
+            do {
+                data = try Data(contentsOf: url)
+            } catch {
+                throw cannotOpen(ThumbpipeError.describe(error))
+            }
+            manifest = try parse(
+                [UInt8](data), fileName: name, folder: url.deletingLastPathComponent().path, type: type)
+        }
         manifest.path = path
         manifest.modificationDate = mtime
         return manifest
+    }
+
+    /// Reads a JSON Lines manifest from an open descriptor (a file or standard
+    /// input) in chunks, resolving image paths against `folder`.
+    /// - Throws: ``ThumbpipeError`` (66) when reading fails, (65) with `fileName:line: reason`.
+    public static func readJSONLines(descriptor: Int32, fileName: String, folder: String) throws -> Manifest {
+        try build(fileName: fileName, folder: folder) { builder in
+            var lines = LineReader()
+            var chunk = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 {
+                    throw ThumbpipeError(.noInput, "\(fileName): cannot read manifest: \(ThumbpipeError.errnoText())")
+                }
+                if n == 0 { break }
+                try chunk.withUnsafeBytes { raw in
+                    try lines.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) {
+                        try builder.add(jsonLine: $0, line: $1)
+                    }
+                }
+            }
+            try lines.finish { try builder.add(jsonLine: $0, line: $1) }
+        }
     }
 
     /// Parses manifest bytes of a type (`jsonl`, `ndjson`, `json`, `csv`), resolving
     /// image paths against `folder`.
     /// - Throws: ``ThumbpipeError`` (65) with `fileName:line: reason`.
     public static func parse(_ bytes: [UInt8], fileName: String, folder: String, type: String) throws -> Manifest {
-        var builder = ManifestBuilder(fileName: fileName, folder: folder)
-        switch type.lowercased() {
-        case "jsonl", "ndjson": try readJSONLines(bytes, into: &builder)
-        case "json": try readJSONArray(bytes, into: &builder)
-        case "csv": try readCSV(bytes, into: &builder)
-        default:
-            throw ThumbpipeError(
-                .dataError, "\(fileName): unknown manifest type '.\(type)' (use .jsonl, .ndjson, .json or .csv)")
+        try build(fileName: fileName, folder: folder) { builder in
+            switch type.lowercased() {
+            case "jsonl", "ndjson":
+                var lines = LineReader()
+                try bytes.withUnsafeBytes { raw in
+                    try lines.feed(raw) { try builder.add(jsonLine: $0, line: $1) }
+                }
+                try lines.finish { try builder.add(jsonLine: $0, line: $1) }
+            case "json": try readJSONArray(bytes, into: &builder)
+            case "csv": try readCSV(bytes, into: &builder)
+            default:
+                throw ThumbpipeError(
+                    .dataError, "\(fileName): unknown manifest type '.\(type)' (use .jsonl, .ndjson, .json or .csv)")
+            }
         }
-        return Manifest(
-            path: fileName, items: builder.items, warnings: builder.warnings,
-            modificationDate: Date(timeIntervalSince1970: 0))
     }
 
-    static func readJSONLines(_ bytes: [UInt8], into builder: inout ManifestBuilder) throws {
-        var lineNumber = 0
-        var start = 0
-        while start < bytes.count {
-            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
-            lineNumber += 1
-            let line = bytes[start..<end]
-            start = end + 1
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-            let value: JSONValue
-            do {
-                value = try JSONParser.parse(Array(line), firstLine: lineNumber)
-            } catch let error as JSONSyntaxError {
-                throw ThumbpipeError.data(
-                    builder.fileName, lineNumber, "invalid JSON: \(error.reason) (column \(error.column))")
-            }
-            try builder.add(json: value, line: lineNumber)
+    /// Runs `read` over a new builder, then checks keys are used once. A key
+    /// used twice before a line that is wrong is reported first, as reading
+    /// line by line would have found it first.
+    private static func build(
+        fileName: String, folder: String, _ read: (inout ManifestBuilder) throws -> Void
+    ) throws -> Manifest {
+        var builder = ManifestBuilder(fileName: fileName, folder: folder)
+        do {
+            try read(&builder)
+        } catch {
+            if let duplicate = builder.duplicateKeyError() { throw duplicate }
+            throw error
         }
+        if let duplicate = builder.duplicateKeyError() { throw duplicate }
+        var manifest = Manifest(
+            path: fileName, items: ItemList(builder: builder.items), warnings: builder.warnings,
+            modificationDate: Date(timeIntervalSince1970: 0))
+        manifest.cachedKeyIndex = builder.keyIndex
+        return manifest
     }
 
     static func readJSONArray(_ bytes: [UInt8], into builder: inout ManifestBuilder) throws {
@@ -123,68 +175,138 @@ public struct Manifest: Sendable {
     }
 }
 
-/// Turns manifest records into checked ``ManifestItem``s, whatever the format.
+/// Splits bytes that arrive in chunks into lines, numbering them from 1.
+struct LineReader {
+    private var carried: [UInt8] = []
+    private var lineNumber = 0
+
+    /// Calls `body` with each complete line in what came so far; keeps the incomplete tail.
+    mutating func feed(
+        _ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, Int) throws -> Void
+    ) rethrows {
+        guard let base = bytes.baseAddress else { return }
+        var start = 0
+        while start < bytes.count {
+            guard let found = memchr(base + start, 0x0A, bytes.count - start) else {
+                carried.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+                return
+            }
+            let end = UnsafeRawPointer(found) - base
+            lineNumber += 1
+            if carried.isEmpty {
+                try body(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), lineNumber)
+            } else {
+                carried.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                try carried.withUnsafeBytes { try body($0, lineNumber) }
+                carried.removeAll(keepingCapacity: true)
+            }
+            start = end + 1
+        }
+    }
+
+    /// Calls `body` with the last line when it has no newline.
+    mutating func finish(_ body: (UnsafeRawBufferPointer, Int) throws -> Void) rethrows {
+        guard !carried.isEmpty else { return }
+        lineNumber += 1
+        try carried.withUnsafeBytes { try body($0, lineNumber) }
+        carried.removeAll()
+    }
+}
+
+/// Turns manifest records into checked, packed items, whatever the format.
 struct ManifestBuilder {
     let fileName: String
     let folder: String
-    var items: [ManifestItem] = []
+    var items: ItemList.Builder
     var warnings: [String] = []
-    private var keyLines: [String: Int] = [:]
     private var warnedFields: Set<String> = []
+    /// Set once the keys are checked: every key is used once.
+    private(set) var keyIndex: KeyIndex?
 
     init(fileName: String, folder: String) {
         self.fileName = fileName
         self.folder = folder
+        items = ItemList.Builder(folder: folder)
     }
 
     private func fail(_ line: Int, _ reason: String) -> ThumbpipeError {
         .data(fileName, line, reason)
     }
 
+    /// One line of a JSON Lines manifest; blank lines are skipped.
+    mutating func add(jsonLine bytes: UnsafeRawBufferPointer, line: Int) throws {
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+        if let fields = FlatJSONLine.scan(bytes) {
+            try add(fields, line: line)
+            return
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(Array(bytes), firstLine: line)
+        } catch let error as JSONSyntaxError {
+            throw ThumbpipeError.data(fileName, line, "invalid JSON: \(error.reason) (column \(error.column))")
+        }
+        try add(json: value, line: line)
+    }
+
     mutating func add(json value: JSONValue, line: Int) throws {
         guard case .object(let members, _) = value else {
             throw fail(line, "expected an object, found \(value.typeName)")
         }
-        var fields = RawFields()
-        for member in members {
-            if case .null = member.value { continue }
-            fields.values[member.key] = member.value
-        }
+        var fields = ManifestFields()
+        for member in members { fields.set(member.key, member.value) }
         try add(fields, line: line)
     }
 
     mutating func add(csv pairs: [(String, String)], line: Int) throws {
-        var fields = RawFields(fromCSV: true)
-        for (name, text) in pairs where !text.isEmpty {
-            fields.values[name] = .string(text)
-        }
+        var fields = ManifestFields()
+        fields.fromCSV = true
+        for (name, text) in pairs where !text.isEmpty { fields.set(name, .string(text)) }
         try add(fields, line: line)
     }
 
-    struct RawFields {
-        var values: [String: JSONValue] = [:]
-        var fromCSV = false
+    /// The error for the first key used twice, in manifest order, if any; else
+    /// keeps the key index for the plan.
+    mutating func duplicateKeyError() -> ThumbpipeError? {
+        let list = ItemList(builder: items)
+        let index = KeyIndex(list)
+        var found: (first: Int, second: Int)? = nil
+        for run in index.equalHashRuns() {
+            for (i, a) in run.enumerated() {
+                for b in run[(i + 1)...] where list.itemKey(at: a) == list.itemKey(at: b) {
+                    if found == nil || b < found!.second { found = (a, b) }
+                }
+            }
+        }
+        guard let found else {
+            keyIndex = index
+            return nil
+        }
+        return fail(
+            list.lines(found.second),
+            "itemKey '\(list.itemKey(at: found.first))' is used twice, on lines \(list.lines(found.first)) and \(list.lines(found.second))"
+        )
     }
 
-    private mutating func add(_ fields: RawFields, line: Int) throws {
-        for name in fields.values.keys.sorted() where !Manifest.knownFields.contains(name) {
-            if warnedFields.insert(name).inserted {
+    private mutating func add(_ fields: ManifestFields, line: Int) throws {
+        if !fields.unknown.isEmpty {
+            for name in Set(fields.unknown).sorted() where warnedFields.insert(name).inserted {
                 warnings.append("\(fileName):\(line): unknown field '\(name)' ignored")
             }
         }
-        func string(_ name: String) throws -> String? {
-            guard let value = fields.values[name] else { return nil }
+        func string(_ name: ManifestFields.Name) throws -> String? {
+            guard let value = fields[name] else { return nil }
             guard case .string(let s) = value else {
-                throw fail(line, "\(name) must be a string, found \(value.typeName)")
+                throw fail(line, "\(name.text) must be a string, found \(value.typeName)")
             }
             return s
         }
-        guard let name = try string("itemName") else {
+        guard let name = try string(.itemName) else {
             throw fail(line, "itemName is required")
         }
-        let serial = try string("serialNumber") ?? ""
+        let serial = try string(.serialNumber) ?? ""
         var dollars: Int32 = 0
-        if let value = fields.values["valueInDollars"] {
+        if let value = fields[.valueInDollars] {
             let text: String
             switch value {
             case .number(let n): text = n
@@ -200,17 +322,17 @@ struct ManifestBuilder {
             dollars = fitted
         }
         var date: Date? = nil
-        if let text = try string("dateCreated") {
+        if let text = try string(.dateCreated) {
             guard let parsed = ISO8601.parse(text) else {
                 throw fail(line, "dateCreated '\(text)' is not an ISO 8601 date or date-time")
             }
             date = parsed
         }
-        let image = try string("image")
+        let image = try string(.image)
         if let image, image.isEmpty || image.utf8.contains(0) {
             throw fail(line, "image must be a non-empty path without NUL bytes")
         }
-        let key = try string("itemKey") ?? ManifestItem.defaultKey(image: image, itemName: name)
+        let key = try string(.itemKey) ?? ManifestItem.defaultKey(image: image, itemName: name)
         guard ManifestItem.isSafeKey(key) else {
             let shown = key.utf8.count > 40 ? String(key.prefix(40)) + "…" : key
             throw fail(
@@ -218,11 +340,7 @@ struct ManifestBuilder {
                 "itemKey '\(shown.replacingOccurrences(of: "\u{0}", with: "\\0"))' is not a safe file name (use 1-255 of A-Z a-z 0-9 . _ -, not starting with . _ or -)"
             )
         }
-        if let first = keyLines[key] {
-            throw fail(line, "itemKey '\(key)' is used twice, on lines \(first) and \(line)")
-        }
-        keyLines[key] = line
-        let resolved = image.map { $0.hasPrefix("/") ? $0 : folder + "/" + $0 }
+        let resolved = image.map { ItemList.Builder.resolve($0, in: folder) }
         items.append(
             ManifestItem(
                 line: line, itemName: name, serialNumber: serial, valueInDollars: dollars,

@@ -30,14 +30,11 @@ public struct Shard: Sendable, Equatable {
 
     /// The items of `manifest` in this shard, in manifest order, with their positions in the full manifest.
     public func select(_ manifest: Manifest) -> (manifest: Manifest, positions: [Int]) {
-        var items: [ManifestItem] = []
-        var positions: [Int] = []
-        for (position, item) in manifest.items.enumerated() where Self.of(key: item.itemKey, count: count) == index {
-            items.append(item)
-            positions.append(position)
+        let positions = manifest.items.indices.filter {
+            Self.of(key: manifest.items.itemKey(at: $0), count: count) == index
         }
         var part = manifest
-        part.items = items
+        part.items = manifest.items.selecting(positions)
         return (part, positions)
     }
 }

@@ -297,7 +297,7 @@ public final class BatchRunner: Sendable {
         let totals = sink.totals
         var result = RunResult(
             total: manifest.items.count, succeeded: totals.succeeded,
-            withoutImage: manifest.items.filter { $0.imagePath == nil }.count, failures: totals.failures,
+            withoutImage: manifest.items.count - manifest.items.withImageCount, failures: totals.failures,
             warnings: totals.warnings, seconds: Double(Spans.now - started) / 1e9, sourceBytes: totals.sourceBytes)
         result.decodedItems = totals.decodedItems
         result.startTime = startTime
@@ -312,9 +312,7 @@ public final class BatchRunner: Sendable {
         result.peakRSSBytes = max(sampledPeak, result.parentPeakRSSBytes, result.largestWorkerPeakRSSBytes)
         if let plan {
             result.classes = plan.counts
-            result.timeSavedSeconds = plan.work.filter { $0.itemClass == .unchanged }.reduce(0) {
-                $0 + ($1.previous?.seconds ?? 0)
-            }
+            result.timeSavedSeconds = plan.savedSeconds
         } else {
             result.classes = [.new: manifest.items.count]
         }
@@ -352,30 +350,24 @@ public final class BatchRunner: Sendable {
             try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)"
         else { return nil }
         var failures: [FailureRecord] = []
-        var succeeded = 0
-        var withoutImage = 0
-        for (item, work) in zip(manifest.items, plan.work) {
-            guard item.imagePath != nil else {
-                withoutImage += 1
-                continue
-            }
-            if let recorded = work.previous?.failure {
-                let failure = ItemFailure(recorded: recorded)
-                let record = FailureRecord(
-                    line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
-                    stage: failure.stage, message: failure.message)
-                failures.append(record)
-                hooks.onFailure?(record)
-            } else {
-                succeeded += 1
-            }
+        for position in plan.keptFailures {
+            let item = manifest.items[position]
+            guard let recorded = try state.record(forKey: item.itemKey)?.failure else { continue }
+            let failure = ItemFailure(recorded: recorded)
+            let record = FailureRecord(
+                line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
+                stage: failure.stage, message: failure.message)
+            failures.append(record)
+            hooks.onFailure?(record)
         }
+        let withoutImage = manifest.items.count - manifest.items.withImageCount
+        let succeeded = manifest.items.withImageCount - failures.count
         hooks.onProgress?(manifest.items.count)
         var result = RunResult(
             total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
         result.classes = plan.counts
-        result.timeSavedSeconds = plan.work.reduce(0) { $0 + ($1.previous?.seconds ?? 0) }
+        result.timeSavedSeconds = plan.savedSeconds
         result.startTime = startTime
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.peakRSSBytes = result.parentPeakRSSBytes
@@ -399,7 +391,7 @@ public final class BatchRunner: Sendable {
             // An item without a photo costs its archive record: the state is written only when it changed.
             let record =
                 state == nil || work?.itemClass == .unchanged
-                ? nil : record(item, work: work, outcome: nil, failure: nil, date: archived.dateCreated)
+                ? nil : record(item, work: work, previous: nil, outcome: nil, failure: nil, date: archived.dateCreated)
             var finished = FinishedItem(index: index, archived: archived, record: record, hasImage: false)
             if hooks.onItem != nil {
                 finished.log = ItemLogEntry(
@@ -409,14 +401,16 @@ public final class BatchRunner: Sendable {
         }
         let needsThumbnail = work?.needsThumbnail ?? true
         let needsStore = work?.needsStore ?? true
+        // The previous run's record: looked up here, one item at a time, not kept by the plan.
+        let previous = work?.itemClass == .new || work == nil ? nil : try state?.record(forKey: item.itemKey)
         // Whatever is not redone comes from the previous run.
         var reused: Result<Data, ItemFailure>? = nil
-        if let previous = work?.previous, !needsThumbnail {
+        if let previous, !needsThumbnail {
             reused = reusedThumbnail(item, previous: previous)
             if !needsStore {
                 let date = item.dateCreated ?? previous.dateCreated.map { Date(timeIntervalSince1970: $0) }
                 return finish(
-                    item, index: index, work: work, thumbnail: reused, outcome: nil,
+                    item, index: index, work: work, previous: previous, thumbnail: reused, outcome: nil,
                     date: date ?? manifest.modificationDate)
             }
         }
@@ -482,7 +476,8 @@ public final class BatchRunner: Sendable {
                     ?? "no EXIF date; the file's time was used"
             }
         }
-        var finished = finish(item, index: index, work: work, thumbnail: thumbnail, outcome: outcome, date: date)
+        var finished = finish(
+            item, index: index, work: work, previous: previous, thumbnail: thumbnail, outcome: outcome, date: date)
         if let guessed, finished.failure == nil {
             finished.dateGuess = DateGuess(
                 itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: guessed)
@@ -499,8 +494,8 @@ public final class BatchRunner: Sendable {
 
     /// The archive entry, failure, warnings and state record of an item.
     private func finish(
-        _ item: ManifestItem, index: Int, work: ItemWork?, thumbnail: Result<Data, ItemFailure>?,
-        outcome: ItemOutcome?, date: Date
+        _ item: ManifestItem, index: Int, work: ItemWork?, previous: ItemRecord?,
+        thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date
     ) -> FinishedItem {
         var png: Data? = nil
         var failure: ItemFailure? = nil
@@ -554,7 +549,8 @@ public final class BatchRunner: Sendable {
                     finished.forget = true
                 } else {
                     finished.record = record(
-                        item, work: work, outcome: outcome, failure: failure, date: archived.dateCreated)
+                        item, work: work, previous: previous, outcome: outcome, failure: failure,
+                        date: archived.dateCreated)
                 }
             }
         }
@@ -568,10 +564,10 @@ public final class BatchRunner: Sendable {
     }
 
     /// What the state records of an item this run redid.
-    private func record(_ item: ManifestItem, work: ItemWork?, outcome: ItemOutcome?, failure: ItemFailure?, date: Date)
-        -> ItemRecord
-    {
-        let previous = work?.previous
+    private func record(
+        _ item: ManifestItem, work: ItemWork?, previous: ItemRecord?, outcome: ItemOutcome?, failure: ItemFailure?,
+        date: Date
+    ) -> ItemRecord {
         let source = outcome?.sourceStamp ?? item.imagePath.flatMap { FileStamp(path: $0) }
         let stored = failure == nil ? FileStamp(path: store.path(forKey: item.itemKey)) : nil
         let storeHash = outcome?.storeWritten == true ? outcome?.storeHash : previous?.storeHash

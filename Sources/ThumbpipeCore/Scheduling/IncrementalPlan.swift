@@ -12,7 +12,37 @@ public enum ItemClass: String, Sendable, CaseIterable {
     case removed
 }
 
-/// What a run must do for one item.
+/// Why an item is in its class, for `--dry-run`: a few bits instead of a string per item.
+public struct WorkReasons: OptionSet, Sendable {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    public static let new = WorkReasons(rawValue: 1 << 0)
+    public static let unchanged = WorkReasons(rawValue: 1 << 1)
+    public static let noImage = WorkReasons(rawValue: 1 << 2)
+    public static let imageRemoved = WorkReasons(rawValue: 1 << 3)
+    public static let forced = WorkReasons(rawValue: 1 << 4)
+    public static let sourceChanged = WorkReasons(rawValue: 1 << 5)
+    public static let limitsChanged = WorkReasons(rawValue: 1 << 6)
+    public static let thumbnailSettingsChanged = WorkReasons(rawValue: 1 << 7)
+    public static let storeSettingsChanged = WorkReasons(rawValue: 1 << 8)
+    public static let storeFileMissing = WorkReasons(rawValue: 1 << 9)
+    public static let storeFileDamaged = WorkReasons(rawValue: 1 << 10)
+
+    private static let texts: [(WorkReasons, String)] = [
+        (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
+        (.forced, "--force"), (.sourceChanged, "source changed"), (.limitsChanged, "limits changed since it failed"),
+        (.thumbnailSettingsChanged, "thumbnail settings changed"), (.storeSettingsChanged, "store settings changed"),
+        (.storeFileMissing, "store file missing"), (.storeFileDamaged, "store file damaged"),
+    ]
+
+    /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
+    public var text: String {
+        Self.texts.filter { contains($0.0) }.map(\.1).joined(separator: ", ")
+    }
+}
+
+/// What a run must do for one item: a few bytes, so a plan of a million items stays small.
 public struct ItemWork: Sendable {
     /// The item's class.
     public var itemClass: ItemClass
@@ -20,13 +50,14 @@ public struct ItemWork: Sendable {
     public var needsThumbnail: Bool
     /// Whether the store file must be written (else the one on disk is kept).
     public var needsStore: Bool
-    /// Why, in a few words, for `--dry-run`.
-    public var reason: String
-    /// The previous run's record, when there is one.
-    public var previous: ItemRecord?
-    /// Whether the source is known to be the one `previous` records (so its
-    /// recorded content hash still holds and need not be recomputed).
+    /// Why.
+    public var reasons: WorkReasons
+    /// Whether the source is known to be the one the previous run recorded (so
+    /// its recorded content hash still holds and need not be recomputed).
     public var sourceUnchanged = false
+
+    /// Why, in a few words, for `--dry-run`.
+    public var reason: String { reasons.text }
 }
 
 /// The plan of an incremental run: per manifest item what to do, and which old items to remove.
@@ -38,6 +69,10 @@ public struct IncrementalPlan: Sendable {
     /// The fingerprints of the settings that shape thumbnails and store files.
     public var thumbnailFingerprint: String
     public var storeFingerprint: String
+    /// Positions of unchanged items whose failure is kept from the previous run.
+    public var keptFailures: [Int] = []
+    /// What the unchanged items took when they were made, in seconds.
+    public var savedSeconds = 0.0
 
     /// How many items fall in each class.
     public var counts: [ItemClass: Int] {
@@ -71,14 +106,8 @@ public struct IncrementalPlan: Sendable {
         add(storeFingerprint(settings))
         add(settings.archive.className)
         add(String(manifest.modificationDate.timeIntervalSince1970))
-        for item in manifest.items {
-            add(item.itemName)
-            add(item.serialNumber)
-            add(String(item.valueInDollars))
-            add(item.dateCreated.map { String($0.timeIntervalSince1970) } ?? "-")
-            add(item.itemKey)
-            add(item.image ?? "-")
-        }
+        // The packed items: every field of every item, in order.
+        manifest.items.withPackedBytes { hash.update($0) }
         return String(hash.finish(), radix: 16)
     }
 
@@ -104,7 +133,9 @@ public struct IncrementalPlan: Sendable {
         )
     }
 
-    /// Classifies every item against the state of the previous run.
+    /// Classifies every item against the state of the previous run: one
+    /// sequential scan of the state joined with the manifest's keys, then the
+    /// full record of only the items with a photo.
     /// - Parameters:
     ///   - state: the previous run's state, or nil for a first run.
     ///   - force: redo everything.
@@ -116,30 +147,45 @@ public struct IncrementalPlan: Sendable {
         let thumbnailFP = thumbnailFingerprint(settings)
         let storeFP = storeFingerprint(settings)
         let failureFP = failureFingerprint(settings)
-        var work: [ItemWork] = []
-        work.reserveCapacity(manifest.items.count)
-        for item in manifest.items {
-            let previous = try state?.record(forKey: item.itemKey)
-            guard let previous else {
-                work.append(
-                    ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reason: "new", previous: nil))
+        let items = manifest.items
+        // What the state has of each manifest item: 0 nothing, 1 a record without a photo, 2 one with.
+        var previousKind = [UInt8](repeating: 0, count: items.count)
+        var removed: [String] = []
+        if let state {
+            let index = manifest.keyIndex
+            try state.forEachKey { key, hadSource in
+                if let position = index.position(of: key) {
+                    previousKind[position] = hadSource ? 2 : 1
+                } else {
+                    removed.append(key)
+                }
+            }
+        }
+        var plan = IncrementalPlan(
+            work: [], removed: removed, thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
+        plan.work.reserveCapacity(items.count)
+        for position in items.indices {
+            let kind = previousKind[position]
+            guard kind != 0 else {
+                plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
                 continue
             }
-            guard let path = item.imagePath else {
-                // Nothing of the record is needed for an item without a photo: not kept
-                // (a million such items would hold hundreds of MB of records).
-                let same = previous.sourcePath.isEmpty
-                work.append(
+            guard items.hasImage(at: position) else {
+                let same = kind == 1
+                plan.work.append(
                     ItemWork(
                         itemClass: same ? .unchanged : .changed, needsThumbnail: false, needsStore: false,
-                        reason: same ? "no image" : "image removed", previous: nil))
+                        reasons: same ? .noImage : .imageRemoved))
+                continue
+            }
+            let item = items[position]
+            guard let path = item.imagePath, let previous = try state?.record(forKey: item.itemKey) else {
+                plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
                 continue
             }
             if force {
-                work.append(
-                    ItemWork(
-                        itemClass: .changed, needsThumbnail: true, needsStore: true, reason: "--force",
-                        previous: previous))
+                plan.work.append(
+                    ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .forced))
                 continue
             }
             let stamp = FileStamp(path: path)
@@ -148,51 +194,49 @@ public struct IncrementalPlan: Sendable {
                 || stamp?.modified != previous.sourceModified
             if !sourceChanged && verifyContent { sourceChanged = ContentHash.file(path) != previous.sourceHash }
             if sourceChanged {
-                work.append(
-                    ItemWork(
-                        itemClass: .changed, needsThumbnail: true, needsStore: true, reason: "source changed",
-                        previous: previous))
+                plan.work.append(
+                    ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .sourceChanged))
                 continue
             }
-            var reasons: [String] = []
+            var reasons: WorkReasons = []
             var needsThumbnail: Bool
             var needsStore: Bool
             if previous.failure != nil {
                 // A failure is kept while neither its source nor the limits change.
                 let retry = previous.thumbnailFingerprint != failureFP
-                if retry { reasons.append("limits changed since it failed") }
+                if retry { reasons.insert(.limitsChanged) }
                 needsThumbnail = retry
                 needsStore = retry
             } else {
                 needsThumbnail = previous.thumbnailFingerprint != thumbnailFP
-                if needsThumbnail { reasons.append("thumbnail settings changed") }
+                if needsThumbnail { reasons.insert(.thumbnailSettingsChanged) }
                 needsStore = previous.storeFingerprint != storeFP
-                if needsStore { reasons.append("store settings changed") }
+                if needsStore { reasons.insert(.storeSettingsChanged) }
             }
             if previous.failure == nil && !needsStore {
                 let storePath = outputFolder + "/" + item.itemKey
                 let storeStamp = FileStamp(path: storePath)
                 if storeStamp == nil {
                     needsStore = true
-                    reasons.append("store file missing")
+                    reasons.insert(.storeFileMissing)
                 } else if storeStamp?.size != previous.storeSize || storeStamp?.modified != previous.storeModified
                     || (verifyContent && ContentHash.file(storePath) != previous.storeHash)
                 {
                     needsStore = true
-                    reasons.append("store file damaged")
+                    reasons.insert(.storeFileDamaged)
                 }
             }
             let changed = needsThumbnail || needsStore
-            work.append(
+            if !changed {
+                plan.savedSeconds += previous.seconds
+                if previous.failure != nil { plan.keptFailures.append(position) }
+            }
+            plan.work.append(
                 ItemWork(
                     itemClass: changed ? .changed : .unchanged, needsThumbnail: needsThumbnail, needsStore: needsStore,
-                    reason: changed ? reasons.joined(separator: ", ") : "unchanged", previous: previous,
-                    sourceUnchanged: true))
+                    reasons: changed ? reasons : .unchanged, sourceUnchanged: true))
         }
-        let keys = Set(manifest.items.map(\.itemKey))
-        let removed = try (state?.keys() ?? []).filter { !keys.contains($0) }
-        return IncrementalPlan(
-            work: work, removed: removed, thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
+        return plan
     }
 }
 

@@ -130,15 +130,15 @@ public final class RunState: @unchecked Sendable {
         return result
     }
 
-    /// Every recorded key.
-    public func keys() throws -> [String] {
-        var result: [String] = []
-        try lock.withLock {
-            try database.query("SELECT item_key FROM items ORDER BY item_key") { row in
-                if let key = row.text(0) { result.append(key) }
+    /// Every recorded key, in one sequential scan, with whether its item had a photo.
+    public func forEachKey(_ body: (String, Bool) throws -> Void) throws {
+        try withoutActuallyEscaping(body) { body in
+            try lock.withLock {
+                try database.query("SELECT item_key, source_path != '' FROM items") { row in
+                    if let key = row.text(0) { try body(key, row.integer(1) != 0) }
+                }
             }
         }
-        return result
     }
 
     /// Saves are committed in batches: every ``batchItems`` items or ``batchSeconds``,
