@@ -12,9 +12,11 @@ enum BinaryPlistEncoding {
         value <= 0xFF ? 1 : value <= 0xFFFF ? 2 : value <= 0xFFFF_FFFF ? 4 : 8
     }
 
-    static func appendBigEndian(_ value: UInt64, width: Int, to out: inout [UInt8]) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
-            out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+    @inline(__always) static func appendBigEndian(_ value: UInt64, width: Int, to out: inout [UInt8]) {
+        if width == 1 {
+            out.append(UInt8(truncatingIfNeeded: value))
+        } else {
+            withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0[(8 - width)...]) }
         }
     }
 
@@ -43,7 +45,7 @@ enum BinaryPlistEncoding {
 
     /// A string: ASCII as 0x5n, anything else as UTF-16 big-endian 0x6n.
     static func appendString(_ value: String, to out: inout [UInt8]) {
-        let utf8 = Array(value.utf8)
+        let utf8 = value.utf8
         if utf8.allSatisfy({ $0 < 0x80 }) {
             appendMarker(0x5, count: utf8.count, to: &out)
             out.append(contentsOf: utf8)

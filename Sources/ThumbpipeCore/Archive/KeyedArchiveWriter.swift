@@ -11,72 +11,109 @@ import Foundation
 /// `$objects` layout: 0 `$null`, 1 the root `NSMutableArray`, 2–4 the class
 /// descriptions (item class, `NSDate`, `NSMutableArray`), then per item its
 /// dictionary, name, serial number, date, key and thumbnail data.
+///
+/// With an index path, the writer keeps an ``ArchiveIndex`` beside the
+/// archive: per item a hash of its fields and thumbnail and where its objects
+/// lie. The next writer reads it: an item equal to the previous archive's item
+/// at the same position, whose objects would get the same numbers, is not
+/// encoded again but copied byte for byte from the previous archive (runs of
+/// such items in one `sendfile`).
 public final class KeyedArchiveWriter {
     private let file: TemporaryFile
     private let finalPath: String
     private let itemCount: Int
     private let refWidth: Int
+    private let className: String
     private var buffer: [UInt8] = []
     private var flushedBytes: UInt64 = 0
-    // Lists that grow with the item count live on disk (SpillList), so memory
-    // stays flat however large the archive.
-    /// The byte offset of every plist object, by object reference.
-    private let offsets: SpillList
+    /// Per item, where its objects lie (one ``ArchiveIndex/Entry`` each), on disk.
+    private let entries: ArchiveIndex.Writer
     private var objectCount = 0
+    private var prologueObjectCount = 0
+    /// The byte offsets of the objects before the first item (header, prologue).
+    private var prologueOffsets: [UInt64] = []
     /// The plist references of the fixed `$objects` entries: `$null`, the root, the class descriptions.
     private var fixedArchiveRefs: [Int] = []
-    /// The plist reference of each item's `$objects` entries, in archive order.
-    private let itemArchiveRefs: SpillList
-    /// The plist references of the per-item UID objects that the root array lists.
-    private let rootElementRefs: SpillList
+    /// How many `$objects` entries the items so far added.
+    private var itemArchiveRefCount = 0
     private var keys: [String: Int] = [:]
+    private var itemKeys = ItemKeys()
     private var itemClassUID = 0
     private var dateClassUID = 0
     private var written = 0
     private var finished = false
+    /// The previous archive and its index, when items can be copied from it.
+    private var previous: ArchiveIndex.Reader?
+    /// A run of previous-archive bytes waiting to be copied: start and length.
+    private var pendingCopy: (start: UInt64, count: UInt64)?
+    /// Items copied rather than encoded, and their bytes.
+    public private(set) var copiedItems = 0
+    public private(set) var copiedBytes: UInt64 = 0
 
     private static let itemClassIndex: UInt64 = 2
     private static let dateClassIndex: UInt64 = 3
     private static let arrayClassIndex: UInt64 = 4
-    private static let firstItemIndex = 5
     /// The most plist objects one item takes: 3 strings, a date (real + dictionary),
     /// data, 5 UIDs, an integer, its dictionary and the root array's UID to it.
     private static let maxObjectsPerItem = 14
     private static let fixedObjects = 64
+
+    /// The plist references of the keys every item uses, looked up once.
+    private struct ItemKeys {
+        var classRef = 0, name = 0, serial = 0, dollars = 0, date = 0, key = 0, thumbnail = 0, time = 0
+    }
 
     /// Opens a temporary file next to `path` for an archive of exactly `itemCount` items.
     /// - Parameters:
     ///   - path: where the finished archive goes.
     ///   - className: the class the items are archived as (`BNRItem`).
     ///   - itemCount: how many items will be appended.
+    ///   - indexPath: where to keep the archive's index (nil: keep none, copy nothing).
     /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
-    public init(path: String, className: String, itemCount: Int) throws {
+    public init(path: String, className: String, itemCount: Int, indexPath: String? = nil) throws {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         file = try TemporaryFile(in: folder)
-        offsets = try SpillList(in: folder)
-        itemArchiveRefs = try SpillList(in: folder)
-        rootElementRefs = try SpillList(in: folder)
         finalPath = path
         self.itemCount = itemCount
+        self.className = className
         // References are as wide as the largest possible object count needs;
         // this depends on the item count alone, so output stays deterministic.
         refWidth = BinaryPlistEncoding.byteWidth(
             for: UInt64(Self.fixedObjects + Self.maxObjectsPerItem * itemCount))
+        do {
+            entries = try ArchiveIndex.Writer(
+                folder: indexPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path } ?? folder,
+                finalPath: indexPath)
+        } catch {
+            file.discard()
+            throw error
+        }
         buffer.reserveCapacity(1 << 20)
         buffer.append(contentsOf: BinaryPlistEncoding.header)
         writePrologue(className: className)
+        prologueObjectCount = objectCount
+        let firstLayout = ArchiveIndex.Layout(firstObject: objectCount, firstArchiveRef: fixedArchiveRefs.count)
+        entries.firstLayout = firstLayout
+        if let indexPath {
+            previous = ArchiveIndex.Reader(
+                indexPath: indexPath, archivePath: path, className: className, refWidth: refWidth,
+                firstLayout: firstLayout)
+        }
     }
 
     deinit {
-        if !finished { file.discard() }
+        if !finished {
+            file.discard()
+            entries.discard()
+        }
     }
 
-    private var position: UInt64 { flushedBytes + UInt64(buffer.count) }
+    private var position: UInt64 { flushedBytes + UInt64(buffer.count) + (pendingCopy?.count ?? 0) }
 
     /// Starts a new plist object and returns its reference.
     private func begin() -> Int {
-        offsets.append(position)
+        prologueOffsets.append(position)
         objectCount += 1
         return objectCount - 1
     }
@@ -112,18 +149,6 @@ public final class KeyedArchiveWriter {
         return ref
     }
 
-    /// An array whose references are `fixed`, then everything in `spilled`.
-    private func array(fixed: [Int], spilled: SpillList) throws -> Int {
-        let ref = begin()
-        BinaryPlistEncoding.appendMarker(0xA, count: fixed.count + spilled.count, to: &buffer)
-        for element in fixed { BinaryPlistEncoding.appendBigEndian(UInt64(element), width: refWidth, to: &buffer) }
-        try spilled.forEach { element in
-            BinaryPlistEncoding.appendBigEndian(element, width: refWidth, to: &buffer)
-            if buffer.count >= 1 << 20 { try flush() }
-        }
-        return ref
-    }
-
     private func dictionary(_ pairs: [(key: Int, value: Int)]) -> Int {
         let ref = begin()
         BinaryPlistEncoding.appendDictionary(pairs, refWidth: refWidth, to: &buffer)
@@ -152,66 +177,148 @@ public final class KeyedArchiveWriter {
         fixedArchiveRefs.append(classDescription(["NSMutableArray", "NSArray", "NSObject"]))
         itemClassUID = uid(Self.itemClassIndex)
         dateClassUID = uid(Self.dateClassIndex)
+        itemKeys = ItemKeys(
+            classRef: key(KeyedArchiveKeys.classRef), name: key(KeyedArchiveKeys.itemName),
+            serial: key(KeyedArchiveKeys.serialNumber), dollars: key(KeyedArchiveKeys.valueInDollars),
+            date: key(KeyedArchiveKeys.dateCreated), key: key(KeyedArchiveKeys.itemKey),
+            thumbnail: key(KeyedArchiveKeys.thumbnailData), time: key(KeyedArchiveKeys.time))
     }
 
-    /// Appends the next item, in manifest order.
+    /// Appends the next item, in manifest order: copied from the previous
+    /// archive when it holds this very item at this position, else encoded.
     /// - Throws: ``ThumbpipeError`` (74) when the write fails.
     public func append(_ item: ArchivedItem) throws {
         precondition(written < itemCount, "more items appended than the archive was opened for")
-        let base = UInt64(fixedArchiveRefs.count + itemArchiveRefs.count)
-        let nameRef = string(item.itemName)
-        let serialRef = string(item.serialNumber)
-        let timeRef = begin()
-        BinaryPlistEncoding.appendReal(item.dateCreated.timeIntervalSinceReferenceDate, to: &buffer)
-        let dateRef = dictionary([
-            (key(KeyedArchiveKeys.classRef), dateClassUID), (key(KeyedArchiveKeys.time), timeRef),
-        ])
-        let keyRef = string(item.itemKey)
-        var thumbnailRef: Int? = nil
-        if let data = item.thumbnailData {
-            thumbnailRef = begin()
-            BinaryPlistEncoding.appendDataHeader(count: data.count, to: &buffer)
-            buffer.append(contentsOf: data)
+        let hash = ArchiveIndex.hash(item)
+        let layout = ArchiveIndex.Layout(
+            firstObject: objectCount, firstArchiveRef: fixedArchiveRefs.count + itemArchiveRefCount)
+        var entry: ArchiveIndex.Entry
+        if let old = try previous?.next(), old.entry.hash == hash, old.layout == layout {
+            entry = old.entry
+            entry.start = position
+            if let run = pendingCopy, run.start + run.count == old.entry.start {
+                pendingCopy = (run.start, run.count + old.entry.byteCount(layout, refWidth: refWidth))
+            } else {
+                try copyPending()
+                pendingCopy = (old.entry.start, old.entry.byteCount(layout, refWidth: refWidth))
+            }
+            copiedItems += 1
+            copiedBytes += old.entry.byteCount(layout, refWidth: refWidth)
+        } else {
+            try copyPending()
+            entry = ArchiveIndex.Entry(hash: hash, start: position)
+            Self.encode(
+                item, layout: layout, keys: itemKeys, itemClassUID: itemClassUID, dateClassUID: dateClassUID,
+                refWidth: refWidth, entry: &entry, into: &buffer)
         }
-        var pairs: [(key: Int, value: Int)] = [
-            (key(KeyedArchiveKeys.classRef), itemClassUID),
-            (key(KeyedArchiveKeys.itemName), uid(base + 1)),
-            (key(KeyedArchiveKeys.serialNumber), uid(base + 2)),
-            (key(KeyedArchiveKeys.dateCreated), uid(base + 3)),
-            (key(KeyedArchiveKeys.itemKey), uid(base + 4)),
-        ]
-        if thumbnailRef != nil {
-            pairs.append((key(KeyedArchiveKeys.thumbnailData), uid(base + 5)))
-        }
-        pairs.append((key(KeyedArchiveKeys.valueInDollars), integer(Int64(item.valueInDollars))))
-        let itemRef = dictionary(pairs)
-        for ref in [itemRef, nameRef, serialRef, dateRef, keyRef] { itemArchiveRefs.append(UInt64(ref)) }
-        if let thumbnailRef { itemArchiveRefs.append(UInt64(thumbnailRef)) }
-        rootElementRefs.append(UInt64(uid(base)))
+        try entries.append(entry)
+        objectCount += layout.objectCount(hasThumbnail: entry.dataSize != 0)
+        itemArchiveRefCount += entry.dataSize != 0 ? 6 : 5
         written += 1
         if buffer.count >= 1 << 20 { try flush() }
-        try offsets.spillIfNeeded()
-        try itemArchiveRefs.spillIfNeeded()
-        try rootElementRefs.spillIfNeeded()
     }
 
-    private func flush() throws {
+    /// Encodes one item's objects, in the order ``ArchiveIndex/Layout`` numbers
+    /// them, recording the sizes of those whose size varies.
+    private static func encode(
+        _ item: ArchivedItem, layout: ArchiveIndex.Layout, keys k: ItemKeys, itemClassUID: Int, dateClassUID: Int,
+        refWidth: Int, entry: inout ArchiveIndex.Entry, into out: inout [UInt8]
+    ) {
+        func ref(_ value: Int) { BinaryPlistEncoding.appendBigEndian(UInt64(value), width: refWidth, to: &out) }
+        func sized(_ body: (inout [UInt8]) -> Void) -> UInt32 {
+            let before = out.count
+            body(&out)
+            return UInt32(out.count - before)
+        }
+        let first = layout.firstObject
+        let hasThumbnail = item.thumbnailData != nil
+        let base = UInt64(layout.firstArchiveRef)
+        entry.nameSize = sized { BinaryPlistEncoding.appendString(item.itemName, to: &$0) }
+        entry.serialSize = sized { BinaryPlistEncoding.appendString(item.serialNumber, to: &$0) }
+        BinaryPlistEncoding.appendReal(item.dateCreated.timeIntervalSinceReferenceDate, to: &out)
+        BinaryPlistEncoding.appendMarker(0xD, count: 2, to: &out)
+        ref(k.classRef)
+        ref(k.time)
+        ref(dateClassUID)
+        ref(first + 2)
+        entry.keySize = sized { BinaryPlistEncoding.appendString(item.itemKey, to: &$0) }
+        if let data = item.thumbnailData {
+            entry.dataSize = sized {
+                BinaryPlistEncoding.appendDataHeader(count: data.count, to: &$0)
+                $0.append(contentsOf: data)
+            }
+        }
+        let uids = first + (hasThumbnail ? 6 : 5)
+        for k in 1...(hasThumbnail ? 5 : 4) { BinaryPlistEncoding.appendUID(base + UInt64(k), to: &out) }
+        let dollars = uids + (hasThumbnail ? 5 : 4)
+        entry.integerSize = UInt8(sized { BinaryPlistEncoding.appendInteger(Int64(item.valueInDollars), to: &$0) })
+        BinaryPlistEncoding.appendMarker(0xD, count: hasThumbnail ? 7 : 6, to: &out)
+        ref(k.classRef)
+        ref(k.name)
+        ref(k.serial)
+        ref(k.date)
+        ref(k.key)
+        if hasThumbnail { ref(k.thumbnail) }
+        ref(k.dollars)
+        ref(itemClassUID)
+        for k in 0..<(hasThumbnail ? 5 : 4) { ref(uids + k) }
+        ref(dollars)
+        BinaryPlistEncoding.appendUID(base, to: &out)
+    }
+
+    /// Copies the pending run of the previous archive's bytes, after what is buffered.
+    private func copyPending() throws {
+        guard let run = pendingCopy, let previous else { return }
+        pendingCopy = nil
+        try writeBuffer()
+        try previous.copy(from: run.start, count: run.count, to: file)
+        flushedBytes += run.count
+    }
+
+    private func writeBuffer() throws {
+        guard !buffer.isEmpty else { return }
         try buffer.withUnsafeBytes { try file.write($0) }
         flushedBytes += UInt64(buffer.count)
         buffer.removeAll(keepingCapacity: true)
     }
 
+    private func flush() throws {
+        try copyPending()
+        try writeBuffer()
+    }
+
     /// Writes the root array, `$objects`, the top dictionary, the offset table
-    /// and the trailer, then flushes and renames the archive into place.
+    /// and the trailer, then flushes and renames the archive (and its index) into place.
     /// - Throws: ``ThumbpipeError`` (74) when a write fails; nothing is left at the final path.
     public func finish() throws {
         precondition(written == itemCount, "archive opened for \(itemCount) items, \(written) appended")
-        let elements = try array(fixed: [], spilled: rootElementRefs)
+        try flush()
+        // The root array: the UID at the end of each item.
+        let elements = begin()
+        BinaryPlistEncoding.appendMarker(0xA, count: itemCount, to: &buffer)
+        try entries.forEach(refWidth: refWidth) { entry, layout in
+            let rootUID = layout.firstObject + layout.objectCount(hasThumbnail: entry.dataSize != 0) - 1
+            BinaryPlistEncoding.appendBigEndian(UInt64(rootUID), width: refWidth, to: &buffer)
+            if buffer.count >= 1 << 20 { try flush() }
+        }
         let arrayClassUID = uid(Self.arrayClassIndex)
         fixedArchiveRefs[1] = dictionary([
-            (key(KeyedArchiveKeys.classRef), arrayClassUID), (key(KeyedArchiveKeys.arrayObjects), elements),
+            (itemKeys.classRef, arrayClassUID), (key(KeyedArchiveKeys.arrayObjects), elements),
         ])
-        let objects = try array(fixed: fixedArchiveRefs, spilled: itemArchiveRefs)
+        // `$objects`: the fixed entries, then per item its dictionary, name, serial, date, key (and data).
+        let objects = begin()
+        BinaryPlistEncoding.appendMarker(0xA, count: fixedArchiveRefs.count + itemArchiveRefCount, to: &buffer)
+        for ref in fixedArchiveRefs { BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer) }
+        try entries.forEach(refWidth: refWidth) { entry, layout in
+            let hasThumbnail = entry.dataSize != 0
+            let first = layout.firstObject
+            let dictionaryRef = first + layout.objectCount(hasThumbnail: hasThumbnail) - 2
+            for ref in [dictionaryRef, first, first + 1, first + 3, first + 4] as [Int] {
+                BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer)
+            }
+            if hasThumbnail { BinaryPlistEncoding.appendBigEndian(UInt64(first + 5), width: refWidth, to: &buffer) }
+            if buffer.count >= 1 << 20 { try flush() }
+        }
         let top = dictionary([(key(KeyedArchiveKeys.root), uid(1))])
         let topLevel = dictionary([
             (key(KeyedArchiveKeys.archiver), string(KeyedArchiveKeys.archiverName)),
@@ -219,12 +326,22 @@ public final class KeyedArchiveWriter {
             (key(KeyedArchiveKeys.top), top),
             (key(KeyedArchiveKeys.version), integer(KeyedArchiveKeys.versionNumber)),
         ])
+        // The offset table: the prologue's objects, every item's, then the trailer's.
         let tableOffset = position
         let offsetWidth = BinaryPlistEncoding.byteWidth(for: tableOffset)
-        try offsets.forEach { offset in
-            BinaryPlistEncoding.appendBigEndian(offset, width: offsetWidth, to: &buffer)
+        func offset(_ value: UInt64) {
+            BinaryPlistEncoding.appendBigEndian(value, width: offsetWidth, to: &buffer)
+        }
+        for value in prologueOffsets[0..<prologueObjectCount] { offset(value) }
+        try entries.forEach(refWidth: refWidth) { entry, layout in
+            var at = entry.start
+            entry.forEachObjectSize(layout, refWidth: refWidth) { size in
+                offset(at)
+                at += size
+            }
             if buffer.count >= 1 << 20 { try flush() }
         }
+        for value in prologueOffsets[prologueObjectCount...] { offset(value) }
         buffer.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetWidth), UInt8(refWidth)])
         BinaryPlistEncoding.appendBigEndian(UInt64(objectCount), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(UInt64(topLevel), width: 8, to: &buffer)
@@ -232,11 +349,18 @@ public final class KeyedArchiveWriter {
         try flush()
         try file.commit(to: finalPath)
         finished = true
+        // The index describes the archive now in place; until it is renamed, the
+        // old index no longer matches the archive and is not used.
+        try? entries.commit(
+            header: ArchiveIndex.Header(
+                itemCount: UInt64(itemCount), refWidth: UInt8(refWidth), className: className,
+                archive: FileStamp(path: finalPath)))
     }
 
     /// Removes the temporary file; nothing is left at the final path.
     public func abandon() {
         finished = true
         file.discard()
+        entries.discard()
     }
 }

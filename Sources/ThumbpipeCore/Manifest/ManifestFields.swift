@@ -107,7 +107,7 @@ enum FlatJSONLine {
                 } else if let name = ManifestFields.Name(bytes: key) {
                     fields[name] = value
                 } else {
-                    guard let text = String(validating: key, as: UTF8.self) else { return nil }
+                    guard let text = Self.text(key) else { return nil }
                     fields.unknown.append(text)
                 }
                 skipWhitespace()
@@ -145,7 +145,7 @@ enum FlatJSONLine {
             guard let c = current else { return nil }
             switch c {
             case UInt8(ascii: "\""):
-                guard let raw = stringBytes(), let text = String(validating: raw, as: UTF8.self) else { return nil }
+                guard let raw = stringBytes(), let text = Self.text(raw) else { return nil }
                 return .string(text)
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                 return number()
@@ -154,6 +154,12 @@ enum FlatJSONLine {
             case UInt8(ascii: "n"): return literal("null", .null)
             default: return nil
             }
+        }
+
+        /// The bytes as a string when they are valid UTF-8 (ASCII, the usual case, checked first).
+        static func text(_ bytes: UnsafeRawBufferPointer) -> String? {
+            if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            return String(validating: bytes, as: UTF8.self)
         }
 
         mutating func literal(_ word: StaticString, _ value: JSONValue) -> JSONValue? {

@@ -48,6 +48,10 @@ public struct RunReport: Sendable, Codable {
         public var removed = 0
         public var decoded = 0
         public var timeSavedSeconds = 0.0
+        /// Items whose archive bytes were copied from the previous archive, not encoded.
+        public var archiveItemsCopied: Int?
+        /// Those bytes.
+        public var archiveBytesCopied: UInt64?
     }
 
     public var thumbpipeVersion = RunReport.version
@@ -110,7 +114,8 @@ public struct RunReport: Sendable, Codable {
         incremental = Incremental(
             new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0,
             unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,
-            decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds))
+            decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds),
+            archiveItemsCopied: result.archiveItemsCopied, archiveBytesCopied: result.archiveBytesCopied)
         failures = result.failures
         warnings = result.warnings
         startTime = ISO8601Format.string(result.startTime)

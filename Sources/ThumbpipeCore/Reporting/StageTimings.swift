@@ -41,6 +41,21 @@ public final class StageTimings: Sendable {
         }
     }
 
+    /// Records `items` items' time in one stage, measured together (items
+    /// without a photo are not timed one by one): each counts at the average.
+    public func record(_ stage: Stage, seconds: Double, items: Int) {
+        guard items > 0 else { return }
+        let average = seconds / Double(items)
+        histograms.withLock { all in
+            var histogram = all[stage, default: Histogram()]
+            histogram.buckets[Self.bucket(average), default: 0] += items
+            histogram.count += items
+            histogram.total += seconds
+            histogram.maximum = max(histogram.maximum, average)
+            all[stage] = histogram
+        }
+    }
+
     /// One stage's figures in a report.
     public struct Summary: Sendable, Codable, Equatable {
         /// How many items ran the stage.

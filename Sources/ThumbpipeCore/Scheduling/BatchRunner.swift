@@ -98,6 +98,9 @@ public struct RunResult: Sendable {
     public var decodedItems = 0
     /// What the reused items took when they were made, in seconds.
     public var timeSavedSeconds = 0.0
+    /// Items whose archive bytes were copied from the previous archive, and those bytes.
+    public var archiveItemsCopied = 0
+    public var archiveBytesCopied: UInt64 = 0
     /// Peak resident memory of the parent process.
     public var parentPeakRSSBytes = 0
     /// Peak resident memory of the largest worker.
@@ -128,7 +131,7 @@ public struct RunHooks: Sendable {
     public var onFailure: (@Sendable (FailureRecord) -> Void)?
     /// Once per item made with decoder warnings.
     public var onWarning: (@Sendable (WarningRecord) -> Void)?
-    /// After each item, with the number archived so far.
+    /// As items are archived, with the number archived so far.
     public var onProgress: (@Sendable (Int) -> Void)?
     /// Once per item, in manifest order: what happened to it (for `--log`).
     public var onItem: (@Sendable (ItemLogEntry) -> Void)?
@@ -246,11 +249,12 @@ public final class BatchRunner: Sendable {
         }
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
-        let dispenser = Dispenser(count: manifest.items.count, window: options.window)
+        let items = manifest.items
+        let dispenser = Dispenser(count: items.count, window: options.window) { !items.hasImage(at: $0) }
         let sink = OrderedSink(
             writer: try KeyedArchiveWriter(
-                path: options.outputFolder + "/" + settings.archive.fileName, className: settings.archive.className,
-                itemCount: manifest.items.count),
+                path: archivePath, className: settings.archive.className, itemCount: manifest.items.count,
+                indexPath: state == nil ? nil : ArchiveIndex.path(in: options.outputFolder)),
             state: state, timings: timings, hooks: hooks, dispenser: dispenser)
         let fatal = Mutex<(any Error)?>(nil)
         cancel.onCancel {
@@ -263,9 +267,9 @@ public final class BatchRunner: Sendable {
             done.enter()
             let thread = Thread { [self] in
                 defer { done.leave() }
-                while let index = dispenser.next() {
+                while let positions = dispenser.next() {
                     do {
-                        try sink.deliver(try process(index, slot: slot, supervisor: supervisor))
+                        try sink.deliver(try positions.map { try process($0, slot: slot, supervisor: supervisor) })
                     } catch {
                         fatal.withLock { if $0 == nil { $0 = error } }
                         dispenser.stop()
@@ -317,6 +321,7 @@ public final class BatchRunner: Sendable {
             result.classes = [.new: manifest.items.count]
         }
         timings.record([.archive: totals.archiveSeconds])
+        (result.archiveItemsCopied, result.archiveBytesCopied) = sink.archiveCopies
         do {
             try writeReport(result)
             try trace?.finish()
@@ -392,7 +397,7 @@ public final class BatchRunner: Sendable {
             let record =
                 state == nil || work?.itemClass == .unchanged
                 ? nil : record(item, work: work, previous: nil, outcome: nil, failure: nil, date: archived.dateCreated)
-            var finished = FinishedItem(index: index, archived: archived, record: record, hasImage: false)
+            let finished = FinishedItem(index: index, archived: archived, record: record, hasImage: false)
             if hooks.onItem != nil {
                 finished.log = ItemLogEntry(
                     item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
@@ -476,7 +481,7 @@ public final class BatchRunner: Sendable {
                     ?? "no EXIF date; the file's time was used"
             }
         }
-        var finished = finish(
+        let finished = finish(
             item, index: index, work: work, previous: previous, thumbnail: thumbnail, outcome: outcome, date: date)
         if let guessed, finished.failure == nil {
             finished.dateGuess = DateGuess(
@@ -515,7 +520,7 @@ public final class BatchRunner: Sendable {
             png = nil
         }
         let archived = archived(item, date: date, png: png)
-        var finished = FinishedItem(index: index, archived: archived, thumbnail: png, hasImage: true)
+        let finished = FinishedItem(index: index, archived: archived, thumbnail: png, hasImage: true)
         if hooks.onItem != nil {
             finished.log = ItemLogEntry(
                 item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",

@@ -2,7 +2,10 @@ import Foundation
 import Synchronization
 
 /// One finished item, ready for the archive: what the slot that ran it found.
-struct FinishedItem: Sendable {
+/// A class: runs of a thousand light items move between threads as references,
+/// not as copies of a large struct. Filled in by the slot that made it, read
+/// only by the sink after it was delivered.
+final class FinishedItem: @unchecked Sendable {
     var index: Int
     var archived: ArchivedItem
     var failure: FailureRecord?
@@ -22,32 +25,49 @@ struct FinishedItem: Sendable {
     var log: ItemLogEntry?
     /// Its date is a guess (the file's time).
     var dateGuess: DateGuess?
+
+    init(index: Int, archived: ArchivedItem, record: ItemRecord? = nil, thumbnail: Data? = nil, hasImage: Bool) {
+        self.index = index
+        self.archived = archived
+        self.record = record
+        self.thumbnail = thumbnail
+        self.hasImage = hasImage
+    }
 }
 
 /// Hands out manifest positions to the slots, no further ahead of the
 /// archive than the window allows, so memory does not grow with the manifest.
+/// Light items (no photo: an archive record and nothing else) go out in runs
+/// of up to ``lightRun``, so a million of them cost a thousand hand-overs.
 final class Dispenser: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int
     private let window: Int
+    private let isLight: @Sendable (Int) -> Bool
     private var cursor = 0
     private var written = 0
     private var stopped = false
+    static let lightRun = 1024
 
-    init(count: Int, window: Int) {
+    init(count: Int, window: Int, isLight: @escaping @Sendable (Int) -> Bool = { _ in false }) {
         self.count = count
         self.window = window
+        self.isLight = isLight
     }
 
-    /// The next position to work on, waiting while the window is full; nil when
-    /// every position was handed out or the run stopped.
-    func next() -> Int? {
+    /// The next positions to work on (one, or a run of light items), waiting
+    /// while the window is full; nil when every position was handed out or the run stopped.
+    func next() -> Range<Int>? {
         condition.lock()
         defer { condition.unlock() }
         while !stopped && cursor < count && cursor >= written + window { condition.wait() }
         guard !stopped, cursor < count else { return nil }
+        let start = cursor
         cursor += 1
-        return cursor - 1
+        if isLight(start) {
+            while cursor < count && cursor - start < Self.lightRun && isLight(cursor) { cursor += 1 }
+        }
+        return start..<cursor
     }
 
     /// The archive holds every position below `position`.
@@ -72,7 +92,8 @@ final class Dispenser: @unchecked Sendable {
 /// counts. Only one thread drains at a time, and it writes outside the lock.
 final class OrderedSink: Sendable {
     private struct Buffer {
-        var waiting: [Int: FinishedItem] = [:]
+        /// Runs of finished items by the position of their first.
+        var waiting: [Int: [FinishedItem]] = [:]
         var next = 0
         var draining = false
     }
@@ -118,14 +139,21 @@ final class OrderedSink: Sendable {
     /// Writes the archive's trailer and renames it into place.
     func finishArchive() throws { try writer.withLock { try $0.finish() } }
 
+    /// How many items (and bytes) the archive copied from the previous one.
+    var archiveCopies: (items: Int, bytes: UInt64) {
+        writer.withLock { ($0.copiedItems, $0.copiedBytes) }
+    }
+
     /// Drops the unfinished archive.
     func abandonArchive() { writer.withLock { $0.abandon() } }
 
-    /// Takes a finished item; writes it, and every item it unblocks, when its turn comes.
+    /// Takes a run of finished items (consecutive positions, as ``Dispenser``
+    /// handed them out); writes them, and every item they unblock, when their turn comes.
     /// - Throws: the archive's or the state's write failure (the run stops).
-    func deliver(_ item: FinishedItem) throws {
+    func deliver(_ items: [FinishedItem]) throws {
+        guard let first = items.first else { return }
         var batch = buffer.withLock { buffer -> [FinishedItem] in
-            buffer.waiting[item.index] = item
+            buffer.waiting[first.index] = items
             guard !buffer.draining else { return [] }
             let ready = Self.takeReady(&buffer)
             buffer.draining = !ready.isEmpty
@@ -133,12 +161,13 @@ final class OrderedSink: Sendable {
         }
         while !batch.isEmpty {
             do {
-                for finished in batch { try write(finished) }
+                try write(batch)
             } catch {
                 buffer.withLock { $0.draining = false }
                 throw error
             }
             dispenser.written(upTo: batch[batch.count - 1].index + 1)
+            hooks.onProgress?(batch[batch.count - 1].index + 1)
             batch = buffer.withLock { buffer in
                 let more = Self.takeReady(&buffer)
                 if more.isEmpty { buffer.draining = false }
@@ -149,48 +178,71 @@ final class OrderedSink: Sendable {
 
     private static func takeReady(_ buffer: inout Buffer) -> [FinishedItem] {
         var ready: [FinishedItem] = []
-        while let item = buffer.waiting.removeValue(forKey: buffer.next) {
-            ready.append(item)
-            buffer.next += 1
+        while let run = buffer.waiting.removeValue(forKey: buffer.next) {
+            ready += run
+            buffer.next += run.count
         }
         return ready
     }
 
-    /// Appends one item to the archive and the state, in manifest order.
-    private func write(_ item: FinishedItem) throws {
+    /// Appends items to the archive and the state, in manifest order; adds them
+    /// to the totals under one lock.
+    private func write(_ items: [FinishedItem]) throws {
         let start = Spans.now
-        try writer.withLock { try $0.append(item.archived) }
-        let archiveSeconds = Double(Spans.now - start) / 1e9
-        var spans = item.spans
-        if let state, item.forget || item.record != nil {
-            let stateStart = Spans.now
-            if item.forget {
-                try state.remove(keys: [item.archived.itemKey])
-            } else if let record = item.record {
-                try state.save(record, thumbnail: item.thumbnail)
+        var stateNanoseconds: UInt64 = 0
+        // Items with a photo are timed one by one; the state writes of items
+        // without one are timed together.
+        var lightStateNanoseconds: UInt64 = 0
+        var lightStateItems = 0
+        var timed: [[Stage: Double]] = []
+        try writer.withLock { writer in
+            for item in items {
+                try writer.append(item.archived)
+                var spans = item.spans
+                if let state, item.forget || item.record != nil {
+                    let stateStart = Spans.now
+                    if item.forget {
+                        try state.remove(keys: [item.archived.itemKey])
+                    } else if let record = item.record {
+                        try state.save(record, thumbnail: item.thumbnail)
+                    }
+                    let took = Spans.now - stateStart
+                    stateNanoseconds += took
+                    if item.hasImage {
+                        spans[.state, default: 0] += Double(took) / 1e9
+                    } else {
+                        lightStateNanoseconds += took
+                        lightStateItems += 1
+                    }
+                }
+                if !spans.isEmpty { timed.append(spans) }
             }
-            spans[.state, default: 0] += Double(Spans.now - stateStart) / 1e9
         }
-        if !spans.isEmpty { timings.record(spans) }
+        let archiveSeconds = Double(Spans.now - start - stateNanoseconds) / 1e9
+        for spans in timed { timings.record(spans) }
+        timings.record(.state, seconds: Double(lightStateNanoseconds) / 1e9, items: lightStateItems)
         totalsBox.withLock { totals in
             totals.archiveSeconds += archiveSeconds
-            if let failure = item.failure {
-                totals.failures.append(failure)
-            } else if item.hasImage {
-                totals.succeeded += 1
-            }
-            if let warning = item.warning { totals.warnings.append(warning) }
-            totals.sourceBytes += item.bytesRead
-            if item.decoded { totals.decodedItems += 1 }
-            if let profile = item.profile { totals.profiles.add(profile) }
-            if let guess = item.dateGuess {
-                totals.dateGuessCount += 1
-                if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }
+            for item in items {
+                if let failure = item.failure {
+                    totals.failures.append(failure)
+                } else if item.hasImage {
+                    totals.succeeded += 1
+                }
+                if let warning = item.warning { totals.warnings.append(warning) }
+                totals.sourceBytes += item.bytesRead
+                if item.decoded { totals.decodedItems += 1 }
+                if let profile = item.profile { totals.profiles.add(profile) }
+                if let guess = item.dateGuess {
+                    totals.dateGuessCount += 1
+                    if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }
+                }
             }
         }
-        if let failure = item.failure { hooks.onFailure?(failure) }
-        if let warning = item.warning { hooks.onWarning?(warning) }
-        if let log = item.log { hooks.onItem?(log) }
-        hooks.onProgress?(item.index + 1)
+        for item in items {
+            if let failure = item.failure { hooks.onFailure?(failure) }
+            if let warning = item.warning { hooks.onWarning?(warning) }
+            if let log = item.log { hooks.onItem?(log) }
+        }
     }
 }

@@ -200,6 +200,11 @@ struct FileStamp: Equatable, Codable, Sendable {
     init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        self.init(info)
+    }
+
+    /// The stamp of a file already stat'ed.
+    init(_ info: stat) {
         size = Int64(info.st_size)
         modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
     }

@@ -86,18 +86,22 @@ public enum OutputGuard {
         }
         var protected = Set<String>()
         if let manifestPath = realPath(manifest.path) { protected.insert(manifestPath) }
-        for item in manifest.items {
-            if let path = item.imagePath, let real = realPath(path) { protected.insert(real) }
+        let items = manifest.items
+        // Items without a photo are checked by key alone, without decoding them.
+        let withImage = items.indices.filter { items.hasImage(at: $0) }
+        for position in withImage {
+            if let path = items[position].imagePath, let real = realPath(path) { protected.insert(real) }
+        }
+        for position in items.indices where items.itemKey(at: position) == settings.archive.fileName {
+            throw ThumbpipeError.data(
+                file, items[position].line,
+                "itemKey '\(settings.archive.fileName)' is reserved: it is the archive's file name (archive.fileName)")
         }
         let claims = Set(
             ((try? String(contentsOfFile: claimsPath(outputFolder), encoding: .utf8)) ?? "").split(separator: "\n")
                 .map(String.init))
-        for item in manifest.items {
-            if item.itemKey == settings.archive.fileName {
-                throw ThumbpipeError.data(
-                    file, item.line,
-                    "itemKey '\(item.itemKey)' is reserved: it is the archive's file name (archive.fileName)")
-            }
+        for position in withImage {
+            let item = items[position]
             guard let source = item.imagePath else { continue }
             let target = folder + "/" + item.itemKey
             // A migrated store file in place: it is its own target, and is not written.

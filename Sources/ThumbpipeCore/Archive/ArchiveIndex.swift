@@ -1,0 +1,319 @@
+import Foundation
+
+/// Where each item's objects lie in an `items.archive` thumbpipe wrote, and a
+/// hash of what they encode: kept as `.thumbpipe/archive.index`, so the next
+/// run can copy the unchanged items' bytes instead of encoding them again.
+///
+/// File layout: a 64-byte header (magic, format version, item count,
+/// reference width, a hash of the class name, the archive's size and
+/// modification time), then one 40-byte ``Entry`` per item, little-endian.
+/// The index is only trusted for the archive file whose size and time it
+/// records, written by this format version.
+enum ArchiveIndex {
+    static let magic: [UInt8] = Array("TPAIDX01".utf8)
+    /// Bumped whenever the archive's encoding of an item changes.
+    static let formatVersion: UInt32 = 1
+    static let headerSize = 64
+    static let entrySize = 40
+
+    /// Where a run keeps the index of `folder`'s archive.
+    static func path(in folder: String) -> String { folder + "/.thumbpipe/archive.index" }
+
+    /// One item: its hash, where its first object starts, and the sizes of its
+    /// objects whose size depends on their content (the rest follow from the layout).
+    struct Entry: Equatable {
+        var hash: UInt64
+        var start: UInt64
+        var nameSize: UInt32 = 0
+        var serialSize: UInt32 = 0
+        var keySize: UInt32 = 0
+        /// 0 when the item has no thumbnail.
+        var dataSize: UInt32 = 0
+        var integerSize: UInt8 = 0
+
+        /// Calls `body` with the size of each of the item's objects, in object order.
+        @inline(__always) func forEachObjectSize(_ layout: Layout, refWidth: Int, _ body: (UInt64) throws -> Void)
+            rethrows
+        {
+            let hasThumbnail = dataSize != 0
+            let base = UInt64(layout.firstArchiveRef)
+            try body(UInt64(nameSize))
+            try body(UInt64(serialSize))
+            try body(9)
+            try body(UInt64(1 + 4 * refWidth))
+            try body(UInt64(keySize))
+            if hasThumbnail { try body(UInt64(dataSize)) }
+            for k in 1...(hasThumbnail ? 5 : 4) {
+                try body(UInt64(1 + BinaryPlistEncoding.byteWidth(for: base + UInt64(k))))
+            }
+            try body(UInt64(integerSize))
+            try body(UInt64(1 + 2 * (hasThumbnail ? 7 : 6) * refWidth))
+            try body(UInt64(1 + BinaryPlistEncoding.byteWidth(for: base)))
+        }
+
+        func byteCount(_ layout: Layout, refWidth: Int) -> UInt64 {
+            var total: UInt64 = 0
+            forEachObjectSize(layout, refWidth: refWidth) { total += $0 }
+            return total
+        }
+
+        func encode(into out: inout [UInt8]) {
+            var record = (
+                hash.littleEndian, start.littleEndian, nameSize.littleEndian, serialSize.littleEndian,
+                keySize.littleEndian, dataSize.littleEndian, UInt64(integerSize).littleEndian
+            )
+            withUnsafeBytes(of: &record) { out.append(contentsOf: $0[0..<ArchiveIndex.entrySize]) }
+        }
+
+        init(hash: UInt64, start: UInt64) {
+            self.hash = hash
+            self.start = start
+        }
+
+        init(_ bytes: UnsafeRawBufferPointer) {
+            hash = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            start = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            nameSize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
+            serialSize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 20, as: UInt32.self))
+            keySize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
+            dataSize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+            integerSize = bytes[32]
+        }
+    }
+
+    /// The numbers an item's objects get: its first plist object and its
+    /// dictionary's index in `$objects` (the UIDs point there).
+    struct Layout: Equatable {
+        var firstObject: Int
+        var firstArchiveRef: Int
+
+        func objectCount(hasThumbnail: Bool) -> Int { hasThumbnail ? 14 : 12 }
+
+        /// The next item's layout.
+        func next(hasThumbnail: Bool) -> Layout {
+            Layout(
+                firstObject: firstObject + objectCount(hasThumbnail: hasThumbnail),
+                firstArchiveRef: firstArchiveRef + (hasThumbnail ? 6 : 5))
+        }
+    }
+
+    struct Header {
+        var itemCount: UInt64
+        var refWidth: UInt8
+        var className: String
+        var archive: FileStamp?
+
+        func encode() -> [UInt8] {
+            var out = ArchiveIndex.magic
+            func put(_ value: UInt64, _ width: Int) {
+                for i in 0..<width { out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * i))) }
+            }
+            put(UInt64(ArchiveIndex.formatVersion), 4)
+            put(itemCount, 8)
+            put(UInt64(refWidth), 1)
+            put(ArchiveIndex.hash(className), 8)
+            put(UInt64(bitPattern: archive?.size ?? -1), 8)
+            put(UInt64(bitPattern: archive?.modified ?? -1), 8)
+            out += [UInt8](repeating: 0, count: ArchiveIndex.headerSize - out.count)
+            return out
+        }
+    }
+
+    static func hash(_ text: String) -> UInt64 {
+        var bytes = Array(text.utf8)
+        bytes.append(0)
+        return bytes.withUnsafeBytes { ContentHash.xxh64($0) }
+    }
+
+    /// What an item's archived bytes depend on, hashed: every field and the
+    /// thumbnail, each hashed on its own and chained through the seed.
+    static func hash(_ item: ArchivedItem) -> UInt64 {
+        var h = item.thumbnailData.map { data in data.withUnsafeBytes { ContentHash.xxh64($0, seed: 1) } } ?? 0
+        for var text in [item.itemName, item.serialNumber, item.itemKey] {
+            h = text.withUTF8 { ContentHash.xxh64(UnsafeRawBufferPointer($0), seed: h) }
+        }
+        var numbers = (
+            UInt64(UInt32(bitPattern: item.valueInDollars)), item.dateCreated.timeIntervalSinceReferenceDate.bitPattern
+        )
+        return withUnsafeBytes(of: &numbers) { ContentHash.xxh64($0, seed: h) }
+    }
+
+    /// Collects entries on disk while an archive is written; becomes the
+    /// archive's index when it is committed (or a scratch file that is gone).
+    final class Writer {
+        private let file: TemporaryFile
+        private let finalPath: String?
+        private var pending: [UInt8] = []
+        /// Layout of the first item, set before the first entry is added.
+        var firstLayout = Layout(firstObject: 0, firstArchiveRef: 5)
+
+        init(folder: String, finalPath: String?) throws {
+            file = try TemporaryFile(in: folder)
+            self.finalPath = finalPath
+            if finalPath == nil { unlink(file.path) }  // a scratch file: nothing left behind
+            pending = [UInt8](repeating: 0, count: ArchiveIndex.headerSize)
+            pending.reserveCapacity(1 << 20)
+        }
+
+        func append(_ entry: Entry) throws {
+            entry.encode(into: &pending)
+            if pending.count >= 1 << 20 { try flush() }
+        }
+
+        private var written: UInt64 = 0
+
+        private func flush() throws {
+            guard !pending.isEmpty else { return }
+            try pending.withUnsafeBytes { try file.write($0) }
+            written += UInt64(pending.count)
+            pending.removeAll(keepingCapacity: true)
+        }
+
+        /// Calls `body` with every entry and its layout.
+        func forEach(refWidth: Int, _ body: (Entry, Layout) throws -> Void) throws {
+            try flush()
+            var layout = firstLayout
+            var chunk = [UInt8](repeating: 0, count: 4096 * ArchiveIndex.entrySize)
+            var offset = UInt64(ArchiveIndex.headerSize)
+            while offset < written {
+                let want = Int(min(UInt64(chunk.count), written - offset))
+                let got = try chunk.withUnsafeMutableBytes { raw -> Int in
+                    let n = pread(file.descriptor, raw.baseAddress!, want, off_t(offset))
+                    if n < 0 {
+                        throw ThumbpipeError(.ioError, "\(file.path): read failed: \(ThumbpipeError.errnoText())")
+                    }
+                    return n
+                }
+                guard got == want, got % ArchiveIndex.entrySize == 0 else {
+                    throw ThumbpipeError(.ioError, "\(file.path): short read")
+                }
+                try chunk.withUnsafeBytes { raw in
+                    for i in stride(from: 0, to: got, by: ArchiveIndex.entrySize) {
+                        let entry = Entry(UnsafeRawBufferPointer(rebasing: raw[i..<i + ArchiveIndex.entrySize]))
+                        try body(entry, layout)
+                        layout = layout.next(hasThumbnail: entry.dataSize != 0)
+                    }
+                }
+                offset += UInt64(got)
+            }
+        }
+
+        /// Writes the header and renames the index into place (a scratch file is just closed).
+        func commit(header: Header) throws {
+            try flush()
+            guard let finalPath else { return }
+            let bytes = header.encode()
+            let n = bytes.withUnsafeBytes { pwrite(file.descriptor, $0.baseAddress!, $0.count, 0) }
+            guard n == bytes.count else {
+                file.discard()
+                throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText())")
+            }
+            try file.commit(to: finalPath)
+        }
+
+        func discard() { file.discard() }
+    }
+
+    /// Reads a previous index alongside its archive, item by item.
+    final class Reader {
+        private let index: Int32
+        private let archive: Int32
+        private let refWidth: Int
+        private var layout: Layout
+        private var chunk: [UInt8] = []
+        private var chunkPosition = 0
+        private var offset = UInt64(ArchiveIndex.headerSize)
+        private var exhausted = false
+
+        /// Opens the index at `indexPath` when it describes the archive now at
+        /// `archivePath`, written for the same class and reference width; else nil.
+        init?(indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout) {
+            let index = open(indexPath, O_RDONLY | O_CLOEXEC)
+            guard index >= 0 else { return nil }
+            let archive = open(archivePath, O_RDONLY | O_CLOEXEC)
+            guard archive >= 0 else {
+                close(index)
+                return nil
+            }
+            var header = [UInt8](repeating: 0, count: ArchiveIndex.headerSize)
+            let n = header.withUnsafeMutableBytes { pread(index, $0.baseAddress!, $0.count, 0) }
+            var info = stat()
+            let stamp = fstat(archive, &info) == 0 ? FileStamp(info) : nil
+            let expected = Header(
+                itemCount: 0, refWidth: UInt8(refWidth), className: className, archive: stamp
+            ).encode()
+            // Everything but the item count must match.
+            guard n == ArchiveIndex.headerSize, stamp != nil, header[0..<12] == expected[0..<12],
+                header[20..<45] == expected[20..<45]
+            else {
+                close(index)
+                close(archive)
+                return nil
+            }
+            self.index = index
+            self.archive = archive
+            self.refWidth = refWidth
+            layout = firstLayout
+        }
+
+        deinit {
+            close(index)
+            close(archive)
+        }
+
+        /// The previous archive's next item and its layout, or nil past the last.
+        func next() throws -> (entry: Entry, layout: Layout)? {
+            guard !exhausted else { return nil }
+            if chunkPosition >= chunk.count {
+                chunk = [UInt8](repeating: 0, count: 4096 * ArchiveIndex.entrySize)
+                let n = chunk.withUnsafeMutableBytes { pread(index, $0.baseAddress!, $0.count, off_t(offset)) }
+                guard n > 0, n % ArchiveIndex.entrySize == 0 else {
+                    exhausted = true
+                    return nil
+                }
+                chunk.removeSubrange(n...)
+                offset += UInt64(n)
+                chunkPosition = 0
+            }
+            let entry = chunk.withUnsafeBytes {
+                Entry(UnsafeRawBufferPointer(rebasing: $0[chunkPosition..<chunkPosition + ArchiveIndex.entrySize]))
+            }
+            chunkPosition += ArchiveIndex.entrySize
+            let current = layout
+            layout = layout.next(hasThumbnail: entry.dataSize != 0)
+            return (entry, current)
+        }
+
+        /// Appends `count` bytes of the previous archive from `start` to `file`.
+        /// - Throws: ``ThumbpipeError`` (74) when a read or write fails or the archive is short.
+        func copy(from start: UInt64, count: UInt64, to file: TemporaryFile) throws {
+            var from = off_t(start)
+            var left = Int(count)
+            while left > 0 {
+                // sendfile copies inside the kernel (to a file, since Linux 2.6.33).
+                let n = sendfile(file.descriptor, archive, &from, left)
+                if n > 0 {
+                    left -= n
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n == 0 {
+                    throw ThumbpipeError(.ioError, "\(file.path): the previous archive is shorter than its index")
+                }
+                // sendfile refused (another kind of descriptor): read and write.
+                var buffer = [UInt8](repeating: 0, count: min(left, 1 << 20))
+                while left > 0 {
+                    let want = min(left, buffer.count)
+                    let got = buffer.withUnsafeMutableBytes { pread(archive, $0.baseAddress!, want, from) }
+                    guard got > 0 else {
+                        throw ThumbpipeError(
+                            .ioError, "\(file.path): cannot read the previous archive: \(ThumbpipeError.errnoText())")
+                    }
+                    try buffer.withUnsafeBytes { try file.write(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+                    from += off_t(got)
+                    left -= got
+                }
+            }
+        }
+    }
+}
