@@ -4,6 +4,9 @@
 # a first run, an unchanged re-run, a --dry-run, and a run after 10 photos
 # changed (checked: exactly 10 decoded, archive byte-identical to a fresh run).
 # Prints wall time and peak memory per run; saves JSON in Benchmarks/results/.
+# Then the archive writer alone on the same shape (ITEMS items, one in EVERY
+# with a 3 KB thumbnail): a first write and a rebuild after 10 items changed,
+# which copies the unchanged items' bytes from the first (MB/s of archive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITEMS=${ITEMS:-1000000}
@@ -12,6 +15,7 @@ WORK=${WORK:-Benchmarks/work/million}
 case "$WORK" in /*) ;; *) WORK=$(pwd)/$WORK ;; esac
 BIN=.build/release/thumbpipe
 swift build -c release --product thumbpipe >/dev/null
+swift build -c release --product archive-benchmark >/dev/null
 mkdir -p "$WORK/src" "$WORK/photos" Benchmarks/results
 
 # Small photos (640 px) from the fixtures, made once.
@@ -42,22 +46,27 @@ measure() { # name, then the command; prints "seconds peak-KB"
     /usr/bin/time -o "$WORK/time.txt" -f "%e %M" "$@" >/dev/null 2>"$WORK/$name.err" || [ $? -eq 1 ]
     cat "$WORK/time.txt"
 }
-report() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["peakRSSBytes"], r["incremental"]["decoded"])' "$WORK/out/.thumbpipe/report.json"; }
+report() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); i=r["incremental"]; print(r["peakRSSBytes"], i["decoded"], i.get("archiveItemsCopied") or 0)' "$WORK/out/.thumbpipe/report.json"; }
 
 rm -rf "$WORK/out" "$WORK/fresh"
 read -r first_s first_kb < <(measure first "$BIN" run "$WORK/items.jsonl" -o "$WORK/out" -q --no-html)
-read -r first_peak _ < <(report)
+read -r first_peak _ _ < <(report)
 read -r unchanged_s unchanged_kb < <(measure unchanged "$BIN" run "$WORK/items.jsonl" -o "$WORK/out" -q --no-html)
-read -r unchanged_peak unchanged_decoded < <(report)
+read -r unchanged_peak unchanged_decoded _ < <(report)
 read -r dry_s dry_kb < <(measure dry "$BIN" run "$WORK/items.jsonl" -o "$WORK/out" --dry-run)
 for i in 1 2 3 4 5 6 7 8 9 10; do
     cp "$WORK/src/s$((i % 5)).jpg" "$WORK/photos/p$(printf %05d $((i * 37)))".jpg
 done
 read -r changed_s changed_kb < <(measure changed "$BIN" run "$WORK/items.jsonl" -o "$WORK/out" -q --no-html)
-read -r changed_peak changed_decoded < <(report)
+read -r changed_peak changed_decoded changed_copied < <(report)
 "$BIN" run "$WORK/items.jsonl" -o "$WORK/fresh" -q --no-html >/dev/null 2>&1 || true
 identical=false
 cmp -s "$WORK/out/items.archive" "$WORK/fresh/items.archive" && identical=true
+rebuild=$(.build/release/archive-benchmark rebuild "$WORK/bench.archive" "$ITEMS" 3000 "$EVERY" 10 2>/dev/null | python3 -c '
+import json, sys
+rows = {r["direction"]: r for r in map(json.loads, sys.stdin)}
+print(json.dumps({"write": rows["write"], "rebuild": rows["rebuild"], "copiedItems": rows["check"]["copiedItems"], "identicalToFresh": rows["check"]["identicalToFresh"]}))')
+rm -f "$WORK/bench.archive"
 
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
 out="Benchmarks/results/million-$stamp.json"
@@ -67,13 +76,16 @@ rows = {
   "first": {"seconds": $first_s, "largestProcessKB": $first_kb, "allProcessesPeakBytes": $first_peak},
   "unchanged": {"seconds": $unchanged_s, "largestProcessKB": $unchanged_kb, "allProcessesPeakBytes": $unchanged_peak, "decoded": $unchanged_decoded},
   "dryRun": {"seconds": $dry_s, "largestProcessKB": $dry_kb},
-  "tenChanged": {"seconds": $changed_s, "largestProcessKB": $changed_kb, "allProcessesPeakBytes": $changed_peak, "decoded": $changed_decoded, "archiveIdenticalToFresh": "$identical" == "true"},
+  "tenChanged": {"seconds": $changed_s, "largestProcessKB": $changed_kb, "allProcessesPeakBytes": $changed_peak, "decoded": $changed_decoded, "archiveItemsCopied": $changed_copied, "archiveIdenticalToFresh": "$identical" == "true"},
 }
+archive = json.loads('$rebuild')
 machine = {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.platform()}
-json.dump({"benchmark": "million", "items": $ITEMS, "photos": $ITEMS // $EVERY, "machine": machine, "runs": rows}, open(sys.argv[1], "w"), indent=2)
+json.dump({"benchmark": "million", "items": $ITEMS, "photos": $ITEMS // $EVERY, "machine": machine, "runs": rows, "archiveWriter": archive}, open(sys.argv[1], "w"), indent=2)
 print(f"{'run':<12}{'seconds':>9}{'peak MB (largest)':>19}")
 for name, r in rows.items():
     print(f"{name:<12}{r['seconds']:>9.1f}{r['largestProcessKB'] / 1024:>19.0f}")
-print(f"10 changed: {rows['tenChanged']['decoded']} decoded; archive identical to a fresh run: {rows['tenChanged']['archiveIdenticalToFresh']}")
+print(f"10 changed: {rows['tenChanged']['decoded']} decoded, {rows['tenChanged']['archiveItemsCopied']} archive items copied; archive identical to a fresh run: {rows['tenChanged']['archiveIdenticalToFresh']}")
+w, r = archive["write"], archive["rebuild"]
+print(f"archive writer, {w['bytes'] / 1e6:.0f} MB: first write {w['megabytesPerSecond']} MB/s; rebuild after 10 changed {r['megabytesPerSecond']} MB/s ({archive['copiedItems']} items copied, identical to a fresh write: {archive['identicalToFresh']})")
 print(f"saved {sys.argv[1]}")
 PY

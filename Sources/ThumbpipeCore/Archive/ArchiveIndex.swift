@@ -62,7 +62,9 @@ enum ArchiveIndex {
                 hash.littleEndian, start.littleEndian, nameSize.littleEndian, serialSize.littleEndian,
                 keySize.littleEndian, dataSize.littleEndian, UInt64(integerSize).littleEndian
             )
-            withUnsafeBytes(of: &record) { out.append(contentsOf: $0[0..<ArchiveIndex.entrySize]) }
+            withUnsafeBytes(of: &record) {
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<ArchiveIndex.entrySize]))
+            }
         }
 
         init(hash: UInt64, start: UInt64) {
@@ -125,17 +127,40 @@ enum ArchiveIndex {
         return bytes.withUnsafeBytes { ContentHash.xxh64($0) }
     }
 
-    /// What an item's archived bytes depend on, hashed: every field and the
-    /// thumbnail, each hashed on its own and chained through the seed.
+    /// What an item's archived bytes depend on, hashed: every field (each
+    /// with its length, so no two items run together alike) and the thumbnail.
     static func hash(_ item: ArchivedItem) -> UInt64 {
-        var h = item.thumbnailData.map { data in data.withUnsafeBytes { ContentHash.xxh64($0, seed: 1) } } ?? 0
-        for var text in [item.itemName, item.serialNumber, item.itemKey] {
-            h = text.withUTF8 { ContentHash.xxh64(UnsafeRawBufferPointer($0), seed: h) }
+        let seed = item.thumbnailData.map { data in data.withUnsafeBytes { ContentHash.xxh64($0, seed: 1) } } ?? 0
+        var name = item.itemName
+        var serial = item.serialNumber
+        var key = item.itemKey
+        return name.withUTF8 { name in
+            serial.withUTF8 { serial in
+                key.withUTF8 { key in
+                    let count = 40 + name.count + serial.count + key.count
+                    return withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { raw in
+                        var at = 0
+                        func put(_ value: UInt64) {
+                            raw.storeBytes(of: value.littleEndian, toByteOffset: at, as: UInt64.self)
+                            at += 8
+                        }
+                        func put(_ text: UnsafeBufferPointer<UInt8>) {
+                            put(UInt64(text.count))
+                            if let base = text.baseAddress {
+                                (raw.baseAddress! + at).copyMemory(from: base, byteCount: text.count)
+                            }
+                            at += text.count
+                        }
+                        put(name)
+                        put(serial)
+                        put(key)
+                        put(UInt64(UInt32(bitPattern: item.valueInDollars)))
+                        put(item.dateCreated.timeIntervalSinceReferenceDate.bitPattern)
+                        return ContentHash.xxh64(UnsafeRawBufferPointer(raw), seed: seed)
+                    }
+                }
+            }
         }
-        var numbers = (
-            UInt64(UInt32(bitPattern: item.valueInDollars)), item.dateCreated.timeIntervalSinceReferenceDate.bitPattern
-        )
-        return withUnsafeBytes(of: &numbers) { ContentHash.xxh64($0, seed: h) }
     }
 
     /// Collects entries on disk while an archive is written; becomes the
@@ -208,7 +233,9 @@ enum ArchiveIndex {
                 file.discard()
                 throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText())")
             }
-            try file.commit(to: finalPath)
+            // Not synced: an index lost or torn by a crash fails its checks (or
+            // its hashes) and costs one rebuild by encoding, never wrong bytes.
+            try file.commit(to: finalPath, sync: false)
         }
 
         func discard() { file.discard() }

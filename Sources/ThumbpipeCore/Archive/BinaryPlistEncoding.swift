@@ -13,10 +13,20 @@ enum BinaryPlistEncoding {
     }
 
     @inline(__always) static func appendBigEndian(_ value: UInt64, width: Int, to out: inout [UInt8]) {
-        if width == 1 {
-            out.append(UInt8(truncatingIfNeeded: value))
-        } else {
-            withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0[(8 - width)...]) }
+        // One append per byte: for one to eight bytes, cheaper than appending a buffer.
+        @inline(__always) func byte(_ shift: UInt64) { out.append(UInt8(truncatingIfNeeded: value >> shift)) }
+        switch width {
+        case 1: byte(0)
+        case 2:
+            byte(8)
+            byte(0)
+        case 4:
+            byte(24)
+            byte(16)
+            byte(8)
+            byte(0)
+        default:
+            for shift in stride(from: UInt64(width - 1) * 8, through: 0, by: -8) { byte(shift) }
         }
     }
 

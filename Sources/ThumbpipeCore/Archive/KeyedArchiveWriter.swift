@@ -287,6 +287,50 @@ public final class KeyedArchiveWriter {
         try writeBuffer()
     }
 
+    /// Big-endian integers of one width, gathered in a megabyte and written
+    /// straight to the file: the tables at the end hold tens of millions.
+    private struct Table {
+        let width: Int
+        let storage: UnsafeMutableRawPointer
+        var count = 0
+        static let capacity = 1 << 20
+
+        /// Room past the capacity: one item's integers (at most 14 of 8 bytes) and an 8-byte store.
+        static let slack = 256
+
+        init(width: Int) {
+            self.width = width
+            storage = .allocate(byteCount: Self.capacity + Self.slack, alignment: 8)
+        }
+
+        /// Stores `value` in its `width` bytes (an 8-byte store; the slack absorbs the rest).
+        /// Callers drain the table after each item, so it never passes capacity + slack.
+        @inline(__always) mutating func put(_ value: UInt64) {
+            precondition(count + 8 <= Self.capacity + Self.slack, "table not drained")
+            let shifted = width == 8 ? value : value << UInt64(64 - 8 * width)
+            storage.storeBytes(of: shifted.bigEndian, toByteOffset: count, as: UInt64.self)
+            count += width
+        }
+    }
+
+    /// Writes what is buffered, then runs `body` with a table of `width`-byte
+    /// integers; `body` calls ``drain(_:)`` whenever the table is full.
+    private func withTable(width: Int, _ body: (inout Table) throws -> Void) throws {
+        try writeBuffer()
+        var table = Table(width: width)
+        defer { table.storage.deallocate() }
+        try body(&table)
+        try drain(&table)
+    }
+
+    /// Writes out a table's integers (when it holds a megabyte, or `force`).
+    @inline(__always) private func drain(_ table: inout Table, ifFull: Bool = false) throws {
+        guard !ifFull || table.count >= Table.capacity else { return }
+        try file.write(UnsafeRawBufferPointer(start: table.storage, count: table.count))
+        flushedBytes += UInt64(table.count)
+        table.count = 0
+    }
+
     /// Writes the root array, `$objects`, the top dictionary, the offset table
     /// and the trailer, then flushes and renames the archive (and its index) into place.
     /// - Throws: ``ThumbpipeError`` (74) when a write fails; nothing is left at the final path.
@@ -296,10 +340,12 @@ public final class KeyedArchiveWriter {
         // The root array: the UID at the end of each item.
         let elements = begin()
         BinaryPlistEncoding.appendMarker(0xA, count: itemCount, to: &buffer)
-        try entries.forEach(refWidth: refWidth) { entry, layout in
-            let rootUID = layout.firstObject + layout.objectCount(hasThumbnail: entry.dataSize != 0) - 1
-            BinaryPlistEncoding.appendBigEndian(UInt64(rootUID), width: refWidth, to: &buffer)
-            if buffer.count >= 1 << 20 { try flush() }
+        let refWidth = refWidth
+        try withTable(width: refWidth) { table in
+            try entries.forEach(refWidth: refWidth) { entry, layout in
+                table.put(UInt64(layout.firstObject + layout.objectCount(hasThumbnail: entry.dataSize != 0) - 1))
+                try drain(&table, ifFull: true)
+            }
         }
         let arrayClassUID = uid(Self.arrayClassIndex)
         fixedArchiveRefs[1] = dictionary([
@@ -309,15 +355,18 @@ public final class KeyedArchiveWriter {
         let objects = begin()
         BinaryPlistEncoding.appendMarker(0xA, count: fixedArchiveRefs.count + itemArchiveRefCount, to: &buffer)
         for ref in fixedArchiveRefs { BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer) }
-        try entries.forEach(refWidth: refWidth) { entry, layout in
-            let hasThumbnail = entry.dataSize != 0
-            let first = layout.firstObject
-            let dictionaryRef = first + layout.objectCount(hasThumbnail: hasThumbnail) - 2
-            for ref in [dictionaryRef, first, first + 1, first + 3, first + 4] as [Int] {
-                BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer)
+        try withTable(width: refWidth) { table in
+            try entries.forEach(refWidth: refWidth) { entry, layout in
+                let hasThumbnail = entry.dataSize != 0
+                let first = UInt64(layout.firstObject)
+                table.put(first + UInt64(layout.objectCount(hasThumbnail: hasThumbnail) - 2))
+                table.put(first)
+                table.put(first + 1)
+                table.put(first + 3)
+                table.put(first + 4)
+                if hasThumbnail { table.put(first + 5) }
+                try drain(&table, ifFull: true)
             }
-            if hasThumbnail { BinaryPlistEncoding.appendBigEndian(UInt64(first + 5), width: refWidth, to: &buffer) }
-            if buffer.count >= 1 << 20 { try flush() }
         }
         let top = dictionary([(key(KeyedArchiveKeys.root), uid(1))])
         let topLevel = dictionary([
@@ -333,13 +382,15 @@ public final class KeyedArchiveWriter {
             BinaryPlistEncoding.appendBigEndian(value, width: offsetWidth, to: &buffer)
         }
         for value in prologueOffsets[0..<prologueObjectCount] { offset(value) }
-        try entries.forEach(refWidth: refWidth) { entry, layout in
-            var at = entry.start
-            entry.forEachObjectSize(layout, refWidth: refWidth) { size in
-                offset(at)
-                at += size
+        try withTable(width: offsetWidth) { table in
+            try entries.forEach(refWidth: refWidth) { entry, layout in
+                var at = entry.start
+                entry.forEachObjectSize(layout, refWidth: refWidth) { size in
+                    table.put(at)
+                    at += size
+                }
+                try drain(&table, ifFull: true)
             }
-            if buffer.count >= 1 << 20 { try flush() }
         }
         for value in prologueOffsets[prologueObjectCount...] { offset(value) }
         buffer.append(contentsOf: [0, 0, 0, 0, 0, 0, UInt8(offsetWidth), UInt8(refWidth)])
@@ -347,6 +398,7 @@ public final class KeyedArchiveWriter {
         BinaryPlistEncoding.appendBigEndian(UInt64(topLevel), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(tableOffset, width: 8, to: &buffer)
         try flush()
+        let syncStart = Spans.now
         try file.commit(to: finalPath)
         finished = true
         // The index describes the archive now in place; until it is renamed, the
@@ -355,7 +407,12 @@ public final class KeyedArchiveWriter {
             header: ArchiveIndex.Header(
                 itemCount: UInt64(itemCount), refWidth: UInt8(refWidth), className: className,
                 archive: FileStamp(path: finalPath)))
+        syncSeconds = Double(Spans.now - syncStart) / 1e9
     }
+
+    /// The time ``finish()`` spent flushing the archive and its index to disk
+    /// (fsync) and renaming them: the disk's share of writing an archive.
+    public private(set) var syncSeconds = 0.0
 
     /// Removes the temporary file; nothing is left at the final path.
     public func abandon() {

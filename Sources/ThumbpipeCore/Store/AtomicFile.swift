@@ -88,12 +88,13 @@ public final class TemporaryFile: @unchecked Sendable {
         }
     }
 
-    /// Flushes to disk (fsync), closes, and renames onto `finalPath` in the same
-    /// folder. A symlink at `finalPath` is replaced, not followed.
+    /// Flushes to disk (fsync, unless `sync` is false: for files whose loss
+    /// costs only time, like an index), closes, and renames onto `finalPath` in
+    /// the same folder. A symlink at `finalPath` is replaced, not followed.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
-    public func commit(to finalPath: String) throws {
+    public func commit(to finalPath: String, sync: Bool = true) throws {
         defer { if descriptor >= 0 { discard() } }
-        if fsync(descriptor) != 0 {
+        if sync && fsync(descriptor) != 0 {
             throw ThumbpipeError(.ioError, "\(path): flush failed: \(ThumbpipeError.errnoText())")
         }
         let fd = descriptor
