@@ -242,20 +242,9 @@ enum RunCommand {
         -> Manifest
     {
         if input == "-" {
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 {
-                    throw ThumbpipeError(
-                        .noInput, "cannot read the manifest from standard input: \(ThumbpipeError.errnoText())")
-                }
-                if n == 0 { break }
-                bytes += buffer[0..<n]
-            }
-            var manifest = try Manifest.parse(
-                bytes, fileName: "stdin", folder: FileManager.default.currentDirectoryPath, type: "jsonl")
+            // Read in chunks, as a file is: a million lines on a pipe are never held whole.
+            var manifest = try Manifest.readJSONLines(
+                descriptor: 0, fileName: "stdin", folder: FileManager.default.currentDirectoryPath)
             manifest.path = "stdin"
             manifest.modificationDate = Date()
             return manifest
