@@ -15,6 +15,9 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
 
 For thumbpipe the peak RSS column is its own report's `peakRSSBytes`: the parent and its
 worker processes together, sampled every 50 ms (GNU time sees only the largest single process).
+That sum counts the pages the processes share (libvips, the Swift runtime) once per
+process; the PSS column (`memory.peakPSSBytes`, sampled every 200 ms) counts them once.
+For the single-process peers, RSS is an upper bound of their PSS.
 
 It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS
 of the largest single process, and saves the table as JSON in Benchmarks/results/.
@@ -130,6 +133,11 @@ def write_manifest(paths, path, repeat=1):
     return path
 
 
+# Peak proportional set size (shared library pages counted once over the parent and
+# its workers) per thumbpipe peer, from its report.
+PSS = {}
+
+
 def run_thumbpipe(paths, jobs, env=None, executable=None):
     manifest = write_manifest(paths, os.path.join(WORK, "bench.jsonl"))
     out = os.path.join(WORK, "out", "thumbpipe")
@@ -138,7 +146,12 @@ def run_thumbpipe(paths, jobs, env=None, executable=None):
                           "--jobs", str(jobs), "-q"], env=env)
     try:
         with open(os.path.join(out, ".thumbpipe", "report.json")) as f:
-            rss = max(rss, json.load(f).get("peakRSSBytes", 0))
+            report = json.load(f)
+        rss = max(rss, report.get("peakRSSBytes", 0))
+        pss = (report.get("memory") or {}).get("peakPSSBytes")
+        if pss:
+            name = "baseline" if executable else "thumbpipe"
+            PSS[name] = max(PSS.get(name, 0), pss)
     except (OSError, ValueError):
         pass
     return seconds, rss
@@ -260,7 +273,8 @@ def main():
         seconds = sorted(times[name])[len(times[name]) // 2]
         rows.append({"peer": name, "images": len(paths), "seconds": round(seconds, 2),
                      "roundsSeconds": [round(t, 2) for t in times[name]],
-                     "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": memories[name]})
+                     "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": memories[name],
+                     "peakPSSBytes": PSS.get(name)})
     ours = next((r for r in rows if r["peer"] == "thumbpipe"), None)
     for row in rows:
         row["thumbpipeTimes"] = round(ours["imagesPerSecond"] / row["imagesPerSecond"], 2) if ours else None
@@ -304,10 +318,11 @@ def main():
 
     print(f"{len(paths)} images ({args.jpegs} JPEG 8-24 Mpx, {args.pngs} PNG, {args.heics} HEIC; "
           f"{megapixels:.0f} Mpx in all), --jobs {args.jobs}, {machine['cpus']} cores, {machine['system']}")
-    print(f"{'peer':<11}{'images/s':>10}{'thumbpipe ×':>13}{'peak RSS MB':>13}")
+    print(f"{'peer':<11}{'images/s':>10}{'thumbpipe ×':>13}{'peak RSS MB':>13}{'PSS MB':>9}")
     for row in rows:
         times = f"{row['thumbpipeTimes']:>13.2f}" if row["thumbpipeTimes"] else f"{'-':>13}"
-        print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{row['peakRSSBytes'] / 1e6:>13.0f}")
+        pss = f"{row['peakPSSBytes'] / 1e6:>9.0f}" if row.get("peakPSSBytes") else f"{'-':>9}"
+        print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{row['peakRSSBytes'] / 1e6:>13.0f}{pss}")
     for m in memory:
         print(f"memory: {m['items']} small images: peak RSS {m['peakRSSBytes'] / 1e6:.0f} MB ({m['seconds']} s)")
     if len(memory) == 2:

@@ -218,6 +218,10 @@ struct IsolationTests {
         let memory = try report.object("memory")
         let largest = try #require(memory["largestWorkerPeakRSSBytes"] as? Int)
         #expect(largest > 0 && largest <= 536_870_912, "largest worker \(largest) B")
-        #expect(try #require(report["peakRSSBytes"] as? Int) > (memory["parentPeakRSSBytes"] as? Int ?? 0))
+        let peak = try #require(report["peakRSSBytes"] as? Int)
+        #expect(peak > (memory["parentPeakRSSBytes"] as? Int ?? 0))
+        // Shared pages counted once: never more than the summed RSS, never nothing.
+        let proportional = try #require(memory["peakPSSBytes"] as? Int)
+        #expect(proportional > 0 && proportional <= peak, "PSS \(proportional) B, RSS \(peak) B")
     }
 }

@@ -16,12 +16,30 @@ extension ProcessMemory {
     }
 }
 
+extension ProcessMemory {
+    /// The proportional set size of process `pid` in bytes (from
+    /// /proc/PID/smaps_rollup): its private pages plus its share of the pages it
+    /// shares (libvips and the Swift runtime, mapped by every worker). Summed
+    /// over processes, this counts shared pages once; summed RSS counts them per process.
+    public static func proportionalBytes(pid: pid_t) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("Pss:") {
+            let fields = line.split(separator: " ")
+            if fields.count >= 2, let kilobytes = Int(fields[1]) { return kilobytes * 1024 }
+        }
+        return 0
+    }
+}
+
 /// Samples the resident memory of a run, the parent and its live workers
 /// together, every `interval`: the peak of the sum is what the machine held.
 final class MemorySampler: Sendable {
     /// The most timeline points kept: past it, every other point goes and the spacing doubles.
     static let maxPoints = 600
     private let peak = Atomic<Int>(0)
+    private let peakProportional = Atomic<Int>(0)
+    /// Every this many samples, the proportional sizes too (reading them walks page tables).
+    static let proportionalEvery = 4
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
     private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
@@ -40,8 +58,12 @@ final class MemorySampler: Sendable {
         let started = self.started
         let thread = Thread { [self] in
             var next = 0.0
+            var count = 0
             while running.load(ordering: .relaxed) {
-                let total = sample(workers())
+                let pids = workers()
+                let total = sample(pids)
+                if count % Self.proportionalEvery == 0 { sampleProportional(pids) }
+                count += 1
                 let t = Double(Spans.now - started) / 1e9
                 if t >= next {
                     next = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
@@ -61,6 +83,16 @@ final class MemorySampler: Sendable {
         _ = peak.max(total, ordering: .relaxed)
         return total
     }
+
+    private func sampleProportional(_ workers: [pid_t]) {
+        let total = workers.reduce(ProcessMemory.proportionalBytes(pid: getpid())) {
+            $0 + ProcessMemory.proportionalBytes(pid: $1)
+        }
+        _ = peakProportional.max(total, ordering: .relaxed)
+    }
+
+    /// The highest proportional total seen (shared pages counted once).
+    var proportionalPeak: Int { peakProportional.load(ordering: .relaxed) }
 
     /// Keeps a point; returns when the next one is due.
     private func record(_ point: TimelinePoint) -> Double {

@@ -39,6 +39,9 @@ public struct RunReport: Sendable, Codable {
         public var largestWorkerPeakRSSBytes = 0
         /// The workers' peaks added over the worker slots: a bound on what they can have held at one time.
         public var workersPeakRSSBytes = 0
+        /// The parent and its workers together in proportional set size: pages
+        /// the processes share (libraries) counted once, not once per process.
+        public var peakPSSBytes: Int?
     }
 
     public struct Incremental: Sendable, Codable {
@@ -109,7 +112,7 @@ public struct RunReport: Sendable, Codable {
             sourceMegabytesPerSecond: StageTimings.round(Double(result.sourceBytes) / 1e6 / seconds))
         memory = Memory(
             parentPeakRSSBytes: result.parentPeakRSSBytes, largestWorkerPeakRSSBytes: result.largestWorkerPeakRSSBytes,
-            workersPeakRSSBytes: result.workersPeakRSSBytes)
+            workersPeakRSSBytes: result.workersPeakRSSBytes, peakPSSBytes: result.peakPSSBytes)
         peakRSSBytes = result.peakRSSBytes
         incremental = Incremental(
             new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0,

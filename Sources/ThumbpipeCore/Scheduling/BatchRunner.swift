@@ -111,6 +111,9 @@ public struct RunResult: Sendable {
     /// The highest resident memory of the parent and its workers together,
     /// sampled every 50 ms during the run.
     public var peakRSSBytes = 0
+    /// The same in proportional set size (shared pages, like libvips's, counted
+    /// once rather than once per process), sampled every 200 ms.
+    public var peakPSSBytes = 0
     /// When the run started.
     public var startTime = Date()
     /// Items archived and memory held, about once a second.
@@ -314,6 +317,7 @@ public final class BatchRunner: Sendable {
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
         result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
         result.peakRSSBytes = max(sampledPeak, result.parentPeakRSSBytes, result.largestWorkerPeakRSSBytes)
+        result.peakPSSBytes = sampler.proportionalPeak
         if let plan {
             result.classes = plan.counts
             result.timeSavedSeconds = plan.savedSeconds
