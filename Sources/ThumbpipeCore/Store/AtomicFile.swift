@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
 
+/// glibc's `sync_file_range` (Linux; the Glibc module does not export it).
+@_silgen_name("sync_file_range")
+private func glibcSyncFileRange(_ descriptor: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
+
 /// A file written under a temporary name in its final folder, flushed, then
 /// renamed into place, so nobody ever sees it half-written.
 public final class TemporaryFile: @unchecked Sendable {
@@ -86,6 +90,14 @@ public final class TemporaryFile: @unchecked Sendable {
             }
             offset += n
         }
+    }
+
+    /// Starts writing `count` bytes from `offset` to disk without waiting
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so a large file's final fsync
+    /// has only its tail left to wait for. Best effort: failures are ignored.
+    public func startWriteback(offset: UInt64, count: UInt64) {
+        let write: UInt32 = 2  // SYNC_FILE_RANGE_WRITE
+        _ = glibcSyncFileRange(descriptor, Int64(offset), Int64(count), write)
     }
 
     /// Flushes to disk (fsync, unless `sync` is false: for files whose loss
