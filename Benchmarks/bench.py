@@ -4,7 +4,8 @@
 Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
 
   thumbpipe   `thumbpipe run` over a manifest (thumbnail, rounded mask, store, archive)
-  pyvips      a pyvips script in as many processes as jobs (thumbnail, rounded mask, store)
+  pyvips      a pyvips script in as many processes as jobs (thumbnail, rounded mask, store
+              with what the floor does: upright, non-sRGB profiles converted to sRGB, Q=50)
   vips-cli    `vipsthumbnail` + `vips copy ...[Q=50]` per image under `xargs -P` (no mask)
   magick      ImageMagick `convert -thumbnail ... -extent` with a rounded mask, and
               `convert -quality 50`, per image under `xargs -P`
@@ -200,7 +201,39 @@ def work(job):
     image = pyvips.Image.new_from_file(path, access="sequential")
     if image.get_typeof("orientation") and image.get("orientation") != 1:
         image = pyvips.Image.new_from_file(path).autorot()  # turning needs random access
+    # The store's required work includes sRGB, as thumbpipe and the floor do it: an
+    # embedded profile that is not sRGB is converted (stripping it unconverted would
+    # leave Display P3 or Adobe RGB pixels to be shown as sRGB).
+    cmyk = image.interpretation == "cmyk"
+    if cmyk or (image.get_typeof("icc-profile-data") and not is_srgb(image.get("icc-profile-data"))):
+        image = image.icc_transform("srgb", embedded=True, input_profile="cmyk" if cmyk else "srgb")
+    if image.bands < 3 or image.interpretation not in ("srgb", "multiband"):
+        image = image.colourspace("srgb")
+    if image.format != "uchar":
+        image = image.cast("uchar")
     image.jpegsave(name + ".jpg", Q=50, strip=True)
+
+def is_srgb(profile):
+    """Whether an ICC profile's description names sRGB (as thumbpipe's ICCProfile.isSRGB)."""
+    def u32(at):
+        return int.from_bytes(profile[at:at + 4], "big") if at + 4 <= len(profile) else None
+    count = u32(128) or 0
+    for i in range(min(count, 1000)):
+        entry = 132 + i * 12
+        signature, offset, size = u32(entry), u32(entry + 4), u32(entry + 8)
+        if signature != 0x64657363 or offset is None or size is None or offset + size > len(profile):
+            continue
+        kind = u32(offset)
+        if kind == 0x64657363:
+            length = u32(offset + 8) or 0
+            text = profile[offset + 12:offset + 12 + length].split(b"\0")[0].decode("latin-1")
+        elif kind == 0x6D6C7563:
+            length, start = u32(offset + 20) or 0, u32(offset + 24) or 0
+            text = profile[offset + start:offset + start + length].decode("utf-16-be", "replace")
+        else:
+            continue
+        return "srgb" in text.lower() or "61966-2" in text
+    return False
 
 if __name__ == "__main__":
     listing, out, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
