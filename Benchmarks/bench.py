@@ -17,7 +17,7 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
 For thumbpipe the peak RSS column is its own report's `peakRSSBytes`: the parent and its
 worker processes together, sampled every 50 ms (GNU time sees only the largest single process).
 That sum counts the pages the processes share (libvips, the Swift runtime) once per
-process; the PSS column (`memory.peakPSSBytes`, sampled every 200 ms) counts them once.
+process; the PSS column (`memory.peakPSSBytes`, sampled every second) counts them once.
 For the single-process peers, RSS is an upper bound of their PSS.
 
 It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS

@@ -40,7 +40,8 @@ public struct RunReport: Sendable, Codable {
         /// The workers' peaks added over the worker slots: a bound on what they can have held at one time.
         public var workersPeakRSSBytes = 0
         /// The parent and its workers together in proportional set size: pages
-        /// the processes share (libraries) counted once, not once per process.
+        /// the processes share (libraries) counted once, not once per process;
+        /// sampled every second.
         public var peakPSSBytes: Int?
     }
 

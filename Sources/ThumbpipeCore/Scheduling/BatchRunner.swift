@@ -112,7 +112,7 @@ public struct RunResult: Sendable {
     /// sampled every 50 ms during the run.
     public var peakRSSBytes = 0
     /// The same in proportional set size (shared pages, like libvips's, counted
-    /// once rather than once per process), sampled every 200 ms.
+    /// once rather than once per process), sampled every second.
     public var peakPSSBytes = 0
     /// When the run started.
     public var startTime = Date()
