@@ -185,5 +185,12 @@ struct ScaleTests {
             to: URL(fileURLWithPath: indexPath))
         #expect(try write(items, in: folder) == 0)
         #expect(try KeyedArchiveReader(path: archive).items() == items)
+        // An entry that points elsewhere (its hash intact): copying stops there.
+        _ = try write(items, in: folder)
+        var edited = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        edited[ArchiveIndex.headerSize + 50 * ArchiveIndex.entrySize + 8] ^= 0x01
+        try edited.write(to: URL(fileURLWithPath: indexPath))
+        #expect(try write(items, in: folder) == 50)
+        #expect(try KeyedArchiveReader(path: archive).items() == items)
     }
 }

@@ -254,7 +254,16 @@ enum ArchiveIndex {
 
         /// Opens the index at `indexPath` when it describes the archive now at
         /// `archivePath`, written for the same class and reference width; else nil.
-        init?(indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout) {
+        /// Where the next item's objects must start, and the archive's size: an
+        /// entry that disagrees (a torn or edited index) ends the copying there.
+        private var expectedStart: UInt64
+        private let archiveSize: UInt64
+
+        /// - Parameter firstStart: where the first item's objects start (after the prologue, the same for one class name).
+        init?(
+            indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout,
+            firstStart: UInt64
+        ) {
             let index = open(indexPath, O_RDONLY | O_CLOEXEC)
             guard index >= 0 else { return nil }
             let archive = open(archivePath, O_RDONLY | O_CLOEXEC)
@@ -281,6 +290,8 @@ enum ArchiveIndex {
             self.archive = archive
             self.refWidth = refWidth
             layout = firstLayout
+            expectedStart = firstStart
+            archiveSize = UInt64(max(0, info.st_size))
         }
 
         deinit {
@@ -307,6 +318,13 @@ enum ArchiveIndex {
             }
             chunkPosition += ArchiveIndex.entrySize
             let current = layout
+            // Items lie end to end: each entry must start where the last one ended, inside the archive.
+            let count = entry.byteCount(current, refWidth: refWidth)
+            guard entry.start == expectedStart, count <= archiveSize, entry.start <= archiveSize - count else {
+                exhausted = true
+                return nil
+            }
+            expectedStart += count
             layout = layout.next(hasThumbnail: entry.dataSize != 0)
             return (entry, current)
         }

@@ -98,7 +98,7 @@ public final class KeyedArchiveWriter {
         if let indexPath {
             previous = ArchiveIndex.Reader(
                 indexPath: indexPath, archivePath: path, className: className, refWidth: refWidth,
-                firstLayout: firstLayout)
+                firstLayout: firstLayout, firstStart: position)
         }
     }
 
