@@ -228,11 +228,7 @@ struct IncrementalTests {
         let out = c.folder + "/out"
         var finished = 0
         let keys = Set((0..<5).map { "k\($0)" })
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = ["run", c.manifest, "-o", out, "-q", "--jobs", "1"]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try startThumbpipe(["run", c.manifest, "-o", out, "-q", "--jobs", "1"])
         // Kill it as soon as the first items are done and before the last.
         while process.isRunning {
             finished = Set((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).intersection(keys).count

@@ -39,13 +39,21 @@ struct IsolationTests {
         #expect(!listing(out).contains { $0.hasPrefix(TemporaryFile.prefix) }, "no temporaries left")
     }
 
+    /// A fresh folder with a copy of the fixture `fixture` named `name` (the
+    /// name is what a fault hook matches), and the output folder to run into.
+    func victim(_ label: String, _ fixture: String, as name: String) throws
+        -> (folder: String, victim: String, out: String)
+    {
+        let folder = TestPaths.temporaryFolder(label)
+        let victim = folder + "/" + name
+        try FileManager.default.copyItem(atPath: TestPaths.fixture(fixture), toPath: victim)
+        return (folder, victim, folder + "/out")
+    }
+
     @Test("A source that crashes its decoder fails alone; the run completes with exit 1")
     func crash() throws {
-        let folder = TestPaths.temporaryFolder("crash")
-        let victim = folder + "/crashes-the-decoder.jpg"
-        try FileManager.default.copyItem(
-            atPath: TestPaths.fixture("edge/orientation-1_Landscape_1.jpg"), toPath: victim)
-        let out = folder + "/out"
+        let (folder, victim, out) = try victim(
+            "crash", "edge/orientation-1_Landscape_1.jpg", as: "crashes-the-decoder.jpg")
         let result = try runThumbpipe(
             ["run", manifest(folder, extra: [victim]), "-o", out, "-q", "--jobs", "2"],
             environment: ["THUMBPIPE_FAULT": "crash:crashes-the-decoder"])
@@ -56,10 +64,7 @@ struct IsolationTests {
 
     @Test("A source that hangs its decoder fails alone after limits.timeoutSeconds")
     func hang() throws {
-        let folder = TestPaths.temporaryFolder("hang")
-        let victim = folder + "/hangs-the-decoder.png"
-        try FileManager.default.copyItem(atPath: TestPaths.fixture("edge/tiny-1x1-rgb_1x1.png"), toPath: victim)
-        let out = folder + "/out"
+        let (folder, victim, out) = try victim("hang", "edge/tiny-1x1-rgb_1x1.png", as: "hangs-the-decoder.png")
         let result = try runThumbpipe(
             ["run", manifest(folder, extra: [victim]), "-o", out, "-q", "--set", "limits.timeoutSeconds=3"],
             environment: ["THUMBPIPE_FAULT": "hang:hangs-the-decoder"])
@@ -73,20 +78,10 @@ struct IsolationTests {
 
     @Test("SIGTERM while a worker hangs: exit 143 within 2 s, no temporaries, no archive")
     func signalWhileHung() throws {
-        let folder = TestPaths.temporaryFolder("hang-signal")
-        let victim = folder + "/hangs-the-decoder.jpg"
-        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"), toPath: victim)
-        let out = folder + "/out"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = ["run", manifest(folder, extra: [victim]), "-o", out, "-q", "--jobs", "1"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["THUMBPIPE_FAULT"] = "hang:hangs-the-decoder"
-        environment["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
-        process.environment = environment
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let (folder, victim, out) = try victim("hang-signal", "photos/Canon-EOS-1000D.jpg", as: "hangs-the-decoder.jpg")
+        let process = try startThumbpipe(
+            ["run", manifest(folder, extra: [victim]), "-o", out, "-q", "--jobs", "1"],
+            environment: ["THUMBPIPE_FAULT": "hang:hangs-the-decoder"])
         // The good items come first: once all three store files are there, the
         // only worker is stuck in the hanging source.
         let deadline = Date().addingTimeInterval(60)

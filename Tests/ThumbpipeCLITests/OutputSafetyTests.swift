@@ -22,18 +22,18 @@ struct OutputSafetyTests {
         return (folder, writeFile(folder, "m.jsonl", lines.joined(separator: "\n") + "\n"), sources)
     }
 
-    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts a run of `c` into `c.folder/out` that pauses at the source whose
+    /// name contains `text`, and waits until it has.
+    func startPaused(_ c: (folder: String, manifest: String, sources: [String]), at text: String) throws
+        -> (run: Process, out: String)
+    {
+        let out = c.folder + "/out"
+        let marker = c.folder + "/paused"
+        let run = try startThumbpipe(
+            ["run", c.manifest, "-o", out, "-q", "--jobs", "1"],
+            environment: ["THUMBPIPE_FAULT": "pause:\(text)", "THUMBPIPE_FAULT_MARKER": marker])
+        waitFor(marker, while: run)
+        return (run, out)
     }
 
     func waitFor(_ path: String, while process: Process) {
@@ -120,12 +120,7 @@ struct OutputSafetyTests {
     @Test("A second run into a folder in use exits 73 at once; the first finishes whole")
     func secondRun() throws {
         let c = try collection()
-        let out = c.folder + "/out"
-        let marker = c.folder + "/paused"
-        let first = try start(
-            ["run", c.manifest, "-o", out, "-q", "--jobs", "1"],
-            environment: ["THUMBPIPE_FAULT": "pause:Sigma", "THUMBPIPE_FAULT_MARKER": marker])
-        waitFor(marker, while: first)
+        let (first, out) = try startPaused(c, at: "Sigma")
         try #require(first.isRunning, "the first run ended before the second started")
         let second = try runThumbpipe(["run", c.manifest, "-o", out, "-q"])
         #expect(second.status == 73)
@@ -143,12 +138,7 @@ struct OutputSafetyTests {
     @Test("A source replaced while it is read counts as changed next run")
     func replacedSource() throws {
         let c = try collection()
-        let out = c.folder + "/out"
-        let marker = c.folder + "/paused"
-        let run = try start(
-            ["run", c.manifest, "-o", out, "-q", "--jobs", "1"],
-            environment: ["THUMBPIPE_FAULT": "pause:Sigma", "THUMBPIPE_FAULT_MARKER": marker])
-        waitFor(marker, while: run)
+        let (run, out) = try startPaused(c, at: "Sigma")
         try #require(run.isRunning)
         // An atomic mv of a different photo over the source, while the worker holds its stamp.
         let replacement = c.folder + "/replacement.jpg"

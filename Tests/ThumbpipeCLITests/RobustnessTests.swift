@@ -237,16 +237,6 @@ struct InterruptionTests {
             (lines + [#"{"itemName": "No photo", "itemKey": "none"}"#]).joined(separator: "\n") + "\n")
     }
 
-    func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     /// Waits until `count` names that were not there before have appeared in `out`
     /// or `out/.thumbpipe` (store files, temporaries, the state, the archive; with
     /// `storeOnly`, only in `out` itself: a store file or its temporary), or
@@ -304,7 +294,7 @@ struct InterruptionTests {
         for round in 0..<16 {
             // Killed after the 1st, 2nd, 3rd or 4th new file of this attempt: a temporary
             // being written, a store file just renamed, the state or the archive.
-            let process = try start(["run", manifest, "-o", out, "-q", "--jobs", "2"])
+            let process = try startThumbpipe(["run", manifest, "-o", out, "-q", "--jobs", "2"])
             waitForNewNames(1 + round % 4, in: out, while: process)
             if process.isRunning { landed += 1 }
             kill(process.processIdentifier, SIGKILL)
@@ -328,7 +318,7 @@ struct InterruptionTests {
         let folder = TestPaths.temporaryFolder("signal")
         let manifest = manifest(folder)
         let out = folder + "/out"
-        let process = try start(["run", manifest, "-o", out, "-q", "--jobs", "1"])
+        let process = try startThumbpipe(["run", manifest, "-o", out, "-q", "--jobs", "1"])
         // Once the first store file or temporary appears the handlers are in place,
         // and the last item is still far away.
         let appeared = waitForNewNames(1, in: out, while: process, storeOnly: true)

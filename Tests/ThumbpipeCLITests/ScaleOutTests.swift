@@ -21,12 +21,7 @@ struct ScaleOutTests {
     }
 
     func startShard(_ manifest: String, _ shard: String, _ out: String, extra: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = ["run", manifest, "--shard", shard, "-o", out, "-q", "--jobs", "1"] + extra
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        try startThumbpipe(["run", manifest, "--shard", shard, "-o", out, "-q", "--jobs", "1"] + extra)
     }
 
     func storeFiles(_ folder: String) throws -> [String: Data] {

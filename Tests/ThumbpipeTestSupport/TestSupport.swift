@@ -185,6 +185,22 @@ public func runThumbpipe(_ arguments: [String], environment: [String: String] = 
     return try runProcess(TestPaths.executable, arguments, environment: env, in: directory)
 }
 
+/// Starts the built `thumbpipe` in the background (output discarded), for tests
+/// that act on a run while it is running: kill it, signal it, race it.
+public func startThumbpipe(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    process.standardError = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
 /// Runs a program to completion, capturing its output.
 public func runProcess(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: String? = nil

@@ -163,6 +163,51 @@ enum ArchiveIndex {
         }
     }
 
+    /// Reads an index file's entries in chunks, in order, with the layout of each item.
+    struct EntryCursor {
+        let descriptor: Int32
+        private let path: String
+        private var layout: Layout
+        /// Where the entries end (a file being written), or nil: read to the end of the file.
+        private let end: UInt64?
+        private var offset = UInt64(ArchiveIndex.headerSize)
+        private var chunk: [UInt8] = []
+        private var position = 0
+
+        init(descriptor: Int32, path: String, firstLayout: Layout, end: UInt64?) {
+            self.descriptor = descriptor
+            self.path = path
+            layout = firstLayout
+            self.end = end
+        }
+
+        /// The next entry and its item's layout; nil past the last, or at a
+        /// chunk that does not hold whole entries (a cut file).
+        /// - Throws: ``ThumbpipeError`` (74) when reading fails, or a file being written reads short.
+        mutating func next() throws -> (entry: Entry, layout: Layout)? {
+            if position >= chunk.count {
+                var want = 4096 * ArchiveIndex.entrySize
+                if let end { want = Int(min(UInt64(want), end - min(end, offset))) }
+                guard want > 0 else { return nil }
+                chunk = [UInt8](repeating: 0, count: want)
+                let n = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, want, off_t(offset)) }
+                if n < 0 { throw ThumbpipeError(.ioError, "\(path): read failed: \(ThumbpipeError.errnoText())") }
+                if end != nil && n != want { throw ThumbpipeError(.ioError, "\(path): short read") }
+                guard n > 0, n % ArchiveIndex.entrySize == 0 else { return nil }
+                chunk.removeSubrange(n...)
+                offset += UInt64(n)
+                position = 0
+            }
+            let entry = chunk.withUnsafeBytes {
+                Entry(UnsafeRawBufferPointer(rebasing: $0[position..<position + ArchiveIndex.entrySize]))
+            }
+            position += ArchiveIndex.entrySize
+            let current = layout
+            layout = layout.next(hasThumbnail: entry.dataSize != 0)
+            return (entry, current)
+        }
+    }
+
     /// Collects entries on disk while an archive is written; becomes the
     /// archive's index when it is committed (or a scratch file that is gone).
     final class Writer {
@@ -195,32 +240,11 @@ enum ArchiveIndex {
         }
 
         /// Calls `body` with every entry and its layout.
-        func forEach(refWidth: Int, _ body: (Entry, Layout) throws -> Void) throws {
+        func forEach(_ body: (Entry, Layout) throws -> Void) throws {
             try flush()
-            var layout = firstLayout
-            var chunk = [UInt8](repeating: 0, count: 4096 * ArchiveIndex.entrySize)
-            var offset = UInt64(ArchiveIndex.headerSize)
-            while offset < written {
-                let want = Int(min(UInt64(chunk.count), written - offset))
-                let got = try chunk.withUnsafeMutableBytes { raw -> Int in
-                    let n = pread(file.descriptor, raw.baseAddress!, want, off_t(offset))
-                    if n < 0 {
-                        throw ThumbpipeError(.ioError, "\(file.path): read failed: \(ThumbpipeError.errnoText())")
-                    }
-                    return n
-                }
-                guard got == want, got % ArchiveIndex.entrySize == 0 else {
-                    throw ThumbpipeError(.ioError, "\(file.path): short read")
-                }
-                try chunk.withUnsafeBytes { raw in
-                    for i in stride(from: 0, to: got, by: ArchiveIndex.entrySize) {
-                        let entry = Entry(UnsafeRawBufferPointer(rebasing: raw[i..<i + ArchiveIndex.entrySize]))
-                        try body(entry, layout)
-                        layout = layout.next(hasThumbnail: entry.dataSize != 0)
-                    }
-                }
-                offset += UInt64(got)
-            }
+            var cursor = EntryCursor(
+                descriptor: file.descriptor, path: file.path, firstLayout: firstLayout, end: written)
+            while let (entry, layout) = try cursor.next() { try body(entry, layout) }
         }
 
         /// Writes the header and renames the index into place (a scratch file is just closed).
@@ -243,23 +267,19 @@ enum ArchiveIndex {
 
     /// Reads a previous index alongside its archive, item by item.
     final class Reader {
-        private let index: Int32
         private let archive: Int32
         private let refWidth: Int
-        private var layout: Layout
-        private var chunk: [UInt8] = []
-        private var chunkPosition = 0
-        private var offset = UInt64(ArchiveIndex.headerSize)
+        private var entries: EntryCursor
         private var exhausted = false
-
-        /// Opens the index at `indexPath` when it describes the archive now at
-        /// `archivePath`, written for the same class and reference width; else nil.
         /// Where the next item's objects must start, and the archive's size: an
         /// entry that disagrees (a torn or edited index) ends the copying there.
         private var expectedStart: UInt64
         private let archiveSize: UInt64
 
-        /// - Parameter firstStart: where the first item's objects start (after the prologue, the same for one class name).
+        /// Opens the index at `indexPath` when it describes the archive now at
+        /// `archivePath`, written for the same class and reference width; else nil.
+        /// - Parameter firstStart: where the first item's objects start (after the
+        ///   prologue, the same for one class name).
         init?(
             indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout,
             firstStart: UInt64
@@ -286,47 +306,33 @@ enum ArchiveIndex {
                 close(archive)
                 return nil
             }
-            self.index = index
             self.archive = archive
             self.refWidth = refWidth
-            layout = firstLayout
+            entries = EntryCursor(descriptor: index, path: indexPath, firstLayout: firstLayout, end: nil)
             expectedStart = firstStart
             archiveSize = UInt64(max(0, info.st_size))
         }
 
         deinit {
-            close(index)
+            close(entries.descriptor)
             close(archive)
         }
 
-        /// The previous archive's next item and its layout, or nil past the last.
-        func next() throws -> (entry: Entry, layout: Layout)? {
-            guard !exhausted else { return nil }
-            if chunkPosition >= chunk.count {
-                chunk = [UInt8](repeating: 0, count: 4096 * ArchiveIndex.entrySize)
-                let n = chunk.withUnsafeMutableBytes { pread(index, $0.baseAddress!, $0.count, off_t(offset)) }
-                guard n > 0, n % ArchiveIndex.entrySize == 0 else {
-                    exhausted = true
-                    return nil
-                }
-                chunk.removeSubrange(n...)
-                offset += UInt64(n)
-                chunkPosition = 0
+        /// The previous archive's next item, its layout and its size in bytes,
+        /// or nil past the last one this index can vouch for.
+        func next() -> (entry: Entry, layout: Layout, byteCount: UInt64)? {
+            guard !exhausted, let (entry, layout) = try? entries.next() else {
+                exhausted = true
+                return nil
             }
-            let entry = chunk.withUnsafeBytes {
-                Entry(UnsafeRawBufferPointer(rebasing: $0[chunkPosition..<chunkPosition + ArchiveIndex.entrySize]))
-            }
-            chunkPosition += ArchiveIndex.entrySize
-            let current = layout
             // Items lie end to end: each entry must start where the last one ended, inside the archive.
-            let count = entry.byteCount(current, refWidth: refWidth)
+            let count = entry.byteCount(layout, refWidth: refWidth)
             guard entry.start == expectedStart, count <= archiveSize, entry.start <= archiveSize - count else {
                 exhausted = true
                 return nil
             }
             expectedStart += count
-            layout = layout.next(hasThumbnail: entry.dataSize != 0)
-            return (entry, current)
+            return (entry, layout, count)
         }
 
         /// Appends `count` bytes of the previous archive from `start` to `file`.

@@ -193,17 +193,17 @@ public final class KeyedArchiveWriter {
         let layout = ArchiveIndex.Layout(
             firstObject: objectCount, firstArchiveRef: fixedArchiveRefs.count + itemArchiveRefCount)
         var entry: ArchiveIndex.Entry
-        if let old = try previous?.next(), old.entry.hash == hash, old.layout == layout {
+        if let old = previous?.next(), old.entry.hash == hash, old.layout == layout {
             entry = old.entry
             entry.start = position
             if let run = pendingCopy, run.start + run.count == old.entry.start {
-                pendingCopy = (run.start, run.count + old.entry.byteCount(layout, refWidth: refWidth))
+                pendingCopy = (run.start, run.count + old.byteCount)
             } else {
                 try copyPending()
-                pendingCopy = (old.entry.start, old.entry.byteCount(layout, refWidth: refWidth))
+                pendingCopy = (old.entry.start, old.byteCount)
             }
             copiedItems += 1
-            copiedBytes += old.entry.byteCount(layout, refWidth: refWidth)
+            copiedBytes += old.byteCount
         } else {
             try copyPending()
             entry = ArchiveIndex.Entry(hash: hash, start: position)
@@ -356,7 +356,7 @@ public final class KeyedArchiveWriter {
         BinaryPlistEncoding.appendMarker(0xA, count: itemCount, to: &buffer)
         let refWidth = refWidth
         try withTable(width: refWidth) { table in
-            try entries.forEach(refWidth: refWidth) { entry, layout in
+            try entries.forEach { entry, layout in
                 table.put(UInt64(layout.firstObject + layout.objectCount(hasThumbnail: entry.dataSize != 0) - 1))
                 try drain(&table, ifFull: true)
             }
@@ -370,7 +370,7 @@ public final class KeyedArchiveWriter {
         BinaryPlistEncoding.appendMarker(0xA, count: fixedArchiveRefs.count + itemArchiveRefCount, to: &buffer)
         for ref in fixedArchiveRefs { BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer) }
         try withTable(width: refWidth) { table in
-            try entries.forEach(refWidth: refWidth) { entry, layout in
+            try entries.forEach { entry, layout in
                 let hasThumbnail = entry.dataSize != 0
                 let first = UInt64(layout.firstObject)
                 table.put(first + UInt64(layout.objectCount(hasThumbnail: hasThumbnail) - 2))
@@ -397,7 +397,7 @@ public final class KeyedArchiveWriter {
         }
         for value in prologueOffsets[0..<prologueObjectCount] { offset(value) }
         try withTable(width: offsetWidth) { table in
-            try entries.forEach(refWidth: refWidth) { entry, layout in
+            try entries.forEach { entry, layout in
                 var at = entry.start
                 entry.forEachObjectSize(layout, refWidth: refWidth) { size in
                     table.put(at)

@@ -11,7 +11,7 @@ import Foundation
 public struct ItemList: RandomAccessCollection, Sendable, Equatable {
     final class Storage: Sendable {
         let bytes: [UInt8]
-        /// Where each record starts, and one past the last.
+        /// Where each record starts (its strings carry their lengths, so nothing marks the end).
         let offsets: [Int]
         let lines: [Int]
         /// Relative image paths resolve against this folder.
@@ -22,7 +22,7 @@ public struct ItemList: RandomAccessCollection, Sendable, Equatable {
 
         init(builder: Builder) {
             bytes = builder.bytes
-            offsets = builder.offsets + [builder.bytes.count]
+            offsets = builder.offsets
             lines = builder.lines
             folder = builder.folder
             carried = builder.carried

@@ -124,14 +124,13 @@ public struct Manifest: Sendable {
         do {
             try read(&builder)
         } catch {
-            if let duplicate = builder.duplicateKeyError() { throw duplicate }
+            _ = try builder.checkedItems()
             throw error
         }
-        if let duplicate = builder.duplicateKeyError() { throw duplicate }
+        let (items, keyIndex) = try builder.checkedItems()
         var manifest = Manifest(
-            path: fileName, items: ItemList(builder: builder.items), warnings: builder.warnings,
-            modificationDate: Date(timeIntervalSince1970: 0))
-        manifest.cachedKeyIndex = builder.keyIndex
+            path: fileName, items: items, warnings: builder.warnings, modificationDate: Date(timeIntervalSince1970: 0))
+        manifest.cachedKeyIndex = keyIndex
         return manifest
     }
 
@@ -220,8 +219,6 @@ struct ManifestBuilder {
     var items: ItemList.Builder
     var warnings: [String] = []
     private var warnedFields: Set<String> = []
-    /// Set once the keys are checked: every key is used once.
-    private(set) var keyIndex: KeyIndex?
 
     init(fileName: String, folder: String) {
         self.fileName = fileName
@@ -265,9 +262,9 @@ struct ManifestBuilder {
         try add(fields, line: line)
     }
 
-    /// The error for the first key used twice, in manifest order, if any; else
-    /// keeps the key index for the plan.
-    mutating func duplicateKeyError() -> ThumbpipeError? {
+    /// The items so far and their key index (the plan uses it too).
+    /// - Throws: ``ThumbpipeError`` (65) for the first key used twice, in manifest order.
+    func checkedItems() throws -> (ItemList, KeyIndex) {
         let list = ItemList(builder: items)
         let index = KeyIndex(list)
         var found: (first: Int, second: Int)? = nil
@@ -278,11 +275,8 @@ struct ManifestBuilder {
                 }
             }
         }
-        guard let found else {
-            keyIndex = index
-            return nil
-        }
-        return fail(
+        guard let found else { return (list, index) }
+        throw fail(
             list.lines(found.second),
             "itemKey '\(list.itemKey(at: found.first))' is used twice, on lines \(list.lines(found.first)) and \(list.lines(found.second))"
         )

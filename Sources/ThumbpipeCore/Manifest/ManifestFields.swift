@@ -173,30 +173,9 @@ enum FlatJSONLine {
 
         /// A number as RFC 8259 writes one, kept as text.
         mutating func number() -> JSONValue? {
-            let start = index
-            if current == UInt8(ascii: "-") { index += 1 }
-            func digits(_ s: inout Scanner) -> Int {
-                let from = s.index
-                while let c = s.current, c >= 0x30, c <= 0x39 { s.index += 1 }
-                return s.index - from
-            }
-            guard let first = current, first >= 0x30, first <= 0x39 else { return nil }
-            if first == 0x30 {
-                index += 1
-                if let c = current, c >= 0x30, c <= 0x39 { return nil }
-            } else {
-                _ = digits(&self)
-            }
-            if current == UInt8(ascii: ".") {
-                index += 1
-                if digits(&self) == 0 { return nil }
-            }
-            if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
-                index += 1
-                if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
-                if digits(&self) == 0 { return nil }
-            }
-            return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+            guard case .success(let end) = JSONNumber.scan(bytes, from: index) else { return nil }
+            defer { index = end }
+            return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<end]), as: UTF8.self))
         }
     }
 }

@@ -212,29 +212,14 @@ public struct JSONParser {
 
     mutating func parseNumber() throws -> String {
         let start = index
-        if peek() == UInt8(ascii: "-") { index += 1 }
-        func digits(_ p: inout JSONParser) -> Int {
-            let s = p.index
-            while let c = p.peek(), c >= 0x30, c <= 0x39 { p.index += 1 }
-            return p.index - s
+        switch JSONNumber.scan(bytes, from: start) {
+        case .success(let end):
+            index = end
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        case .failure(let problem):
+            index = problem.at
+            throw error(problem.reason)
         }
-        guard let first = peek(), first >= 0x30, first <= 0x39 else { throw error("invalid number") }
-        if first == 0x30 {
-            index += 1
-            if let c = peek(), c >= 0x30, c <= 0x39 { throw error("leading zero in number") }
-        } else {
-            _ = digits(&self)
-        }
-        if peek() == UInt8(ascii: ".") {
-            index += 1
-            if digits(&self) == 0 { throw error("invalid number: no digits after '.'") }
-        }
-        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
-            index += 1
-            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { index += 1 }
-            if digits(&self) == 0 { throw error("invalid number: no digits in exponent") }
-        }
-        return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
     mutating func parseString() throws -> String {
@@ -302,5 +287,48 @@ public struct JSONParser {
             value = value * 16 + digit
         }
         return value
+    }
+}
+
+/// RFC 8259's number grammar, for the parser and the manifest's fast path alike.
+enum JSONNumber {
+    /// Why bytes are not a number, and where that shows.
+    struct Problem: Error {
+        var reason: String
+        var at: Int
+    }
+
+    /// Where the number starting at `start` ends, or why it is not one.
+    static func scan<Bytes: RandomAccessCollection>(_ bytes: Bytes, from start: Int) -> Result<Int, Problem>
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        var index = start
+        func current() -> UInt8? { index < bytes.endIndex ? bytes[index] : nil }
+        func digits() -> Int {
+            let from = index
+            while let c = current(), c >= 0x30, c <= 0x39 { index += 1 }
+            return index - from
+        }
+        if current() == UInt8(ascii: "-") { index += 1 }
+        guard let first = current(), first >= 0x30, first <= 0x39 else {
+            return .failure(Problem(reason: "invalid number", at: index))
+        }
+        if first == 0x30 {
+            index += 1
+            if let c = current(), c >= 0x30, c <= 0x39 {
+                return .failure(Problem(reason: "leading zero in number", at: index))
+            }
+        } else {
+            _ = digits()
+        }
+        if current() == UInt8(ascii: ".") {
+            index += 1
+            if digits() == 0 { return .failure(Problem(reason: "invalid number: no digits after '.'", at: index)) }
+        }
+        if current() == UInt8(ascii: "e") || current() == UInt8(ascii: "E") {
+            index += 1
+            if current() == UInt8(ascii: "+") || current() == UInt8(ascii: "-") { index += 1 }
+            if digits() == 0 { return .failure(Problem(reason: "invalid number: no digits in exponent", at: index)) }
+        }
+        return .success(index)
     }
 }
