@@ -468,6 +468,93 @@ int CVipsShim_drain(VipsImage *in) {
     return vips_sink_disc(in, discard_strip, NULL);
 }
 
+// MARK: - Matrix/TRC profiles to sRGB
+
+// What lcms computes for a matrix/TRC ("matrix-shaper") RGB profile to sRGB,
+// relative intent, as a table-driven pass: per channel a table from the 8-bit
+// value to linear light, one 3×3 matrix (source colorants to sRGB's, both in
+// the D50 PCS), and one table from linear light (in CVIPSSHIM_SHAPER_STEPS
+// steps) back to 8-bit sRGB.
+typedef struct {
+    float linear[3][256];
+    float matrix[9];
+    guint8 encode[CVIPSSHIM_SHAPER_STEPS];
+} Shaper;
+
+static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const Shaper *s = (const Shaper *)b;
+    const VipsRect *r = &out->valid;
+    if (vips_region_prepare(in, r)) return -1;
+    const int bands = out->im->Bands;
+    const float *lr = s->linear[0], *lg = s->linear[1], *lb = s->linear[2];
+    const float *m = s->matrix;
+    const float top = (float)(CVIPSSHIM_SHAPER_STEPS - 1);
+    for (int y = r->top; y < r->top + r->height; y++) {
+        const VipsPel *p = VIPS_REGION_ADDR(in, r->left, y);
+        VipsPel *q = VIPS_REGION_ADDR(out, r->left, y);
+        for (int x = 0; x < r->width; x++, p += bands, q += bands) {
+            const float red = lr[p[0]], green = lg[p[1]], blue = lb[p[2]];
+            float c[3] = {
+                m[0] * red + m[1] * green + m[2] * blue,
+                m[3] * red + m[4] * green + m[5] * blue,
+                m[6] * red + m[7] * green + m[8] * blue,
+            };
+            for (int k = 0; k < 3; k++) {
+                // Out of sRGB's gamut: clipped per channel, as lcms does.
+                const float v = c[k] < 0 ? 0 : c[k] > 1 ? 1 : c[k];
+                q[k] = s->encode[(int)(v * top + 0.5f)];
+            }
+            if (bands == 4) q[3] = p[3];
+        }
+    }
+    return 0;
+}
+
+int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
+                             const unsigned char *encode) {
+    const int bands = vips_image_get_bands(in);
+    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || (bands != 3 && bands != 4)) {
+        vips_error("shaper", "%s", "needs an 8-bit RGB or RGBA image");
+        return -1;
+    }
+    Shaper *shaper = g_new(Shaper, 1);
+    memcpy(shaper->linear, linear, sizeof shaper->linear);
+    memcpy(shaper->matrix, matrix, sizeof shaper->matrix);
+    memcpy(shaper->encode, encode, sizeof shaper->encode);
+    VipsImage *image = vips_image_new();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
+        vips_image_generate(image, vips_start_one, shaper_generate, vips_stop_one, in, shaper)) {
+        g_object_unref(image);
+        g_free(shaper);
+        return -1;
+    }
+    image->Type = VIPS_INTERPRETATION_sRGB;
+    // The pixels are sRGB now: the source's profile would describe them wrongly.
+    vips_image_remove(image, VIPS_META_ICC_NAME);
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-shaper", shaper, g_free);
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-shaper-input", g_object_ref(in), g_object_unref);
+    *out = image;
+    return 0;
+}
+
+int CVipsShim_profile_load(const char *name, const void **data, size_t *length, void **blob) {
+    VipsBlob *profile = NULL;
+    if (vips_profile_load(name, &profile, NULL)) return -1;
+    if (!profile) {
+        vips_error("profile_load", "no profile named %s", name);
+        return -1;
+    }
+    *data = vips_blob_get(profile, length);
+    *blob = profile;
+    return 0;
+}
+
+void CVipsShim_blob_unref(void *blob) {
+    vips_area_unref((VipsArea *)blob);
+}
+
 // MARK: - Pipeline clocks
 
 #include <time.h>

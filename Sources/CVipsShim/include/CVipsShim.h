@@ -131,6 +131,24 @@ int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap);
 /// premultiplied RGBA on 0…255.
 int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out);
 
+/// Steps of the linear-light to 8-bit sRGB table of CVipsShim_shaper_to_srgb.
+#define CVIPSSHIM_SHAPER_STEPS 16384
+
+/// Converts 8-bit RGB(A) pixels in a matrix/TRC profile to sRGB, as lcms's
+/// relative-intent transform does, through tables: `linear` (3 × 256 floats,
+/// the source's tone curves), `matrix` (3 × 3, row-major: source linear RGB to
+/// sRGB linear RGB) and `encode` (CVIPSSHIM_SHAPER_STEPS bytes: linear light
+/// 0…1 to 8-bit sRGB). Alpha passes through; the output has no ICC profile.
+int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
+                             const unsigned char *encode);
+
+/// vips_profile_load: the bytes of a profile libvips knows by name ("srgb").
+/// `*blob` holds them; release it with CVipsShim_blob_unref.
+int CVipsShim_profile_load(const char *name, const void **data, size_t *length, void **blob);
+
+/// Releases a blob from CVipsShim_profile_load.
+void CVipsShim_blob_unref(void *blob);
+
 /// Computes every pixel of `in` in full-width strips and discards them.
 int CVipsShim_drain(VipsImage *in);
 

@@ -140,10 +140,14 @@ public struct Decode: Sendable {
             let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
             // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
             // costs a full-image pass through lcms for nothing.
-            let alreadySRGB =
-                !cmyk && image.format == VIPS_FORMAT_UCHAR && image.interpretation == VIPS_INTERPRETATION_sRGB
-                && image.profileIsSRGB
-            if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB {
+            let uchar = !cmyk && image.format == VIPS_FORMAT_UCHAR && image.interpretation == VIPS_INTERPRETATION_sRGB
+            let alreadySRGB = uchar && image.profileIsSRGB
+            let rgb8 = uchar && (image.bands == 3 || image.bands == 4)
+            if rgb8 && !alreadySRGB, let shaper = image.withProfile(ShaperConversion.init(profile:)) {
+                // A matrix/TRC profile (Display P3, Adobe RGB…): the same
+                // conversion as lcms's, through tables.
+                image = try shaper.apply(image)
+            } else if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB {
                 do {
                     image = try image.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, cmyk ? "cmyk" : "srgb") }
                 } catch {

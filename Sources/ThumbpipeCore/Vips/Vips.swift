@@ -110,17 +110,20 @@ final class VImage: @unchecked Sendable {
 
     func has(_ field: String) -> Bool { CVipsShim_has_field(pointer, field) != 0 }
 
-    /// Whether the embedded ICC profile (vips_image_get_blob) calls itself sRGB.
-    var profileIsSRGB: Bool {
-        guard has(VIPS_META_ICC_NAME) else { return false }
+    /// `body` over the embedded ICC profile's bytes; nil when the image has none.
+    func withProfile<T>(_ body: (UnsafeRawBufferPointer) -> T?) -> T? {
+        guard has(VIPS_META_ICC_NAME) else { return nil }
         var data: UnsafeRawPointer? = nil
         var length = 0
         guard vips_image_get_blob(pointer, VIPS_META_ICC_NAME, &data, &length) == 0, let data else {
             vips_error_clear()
-            return false
+            return nil
         }
-        return ICCProfile.isSRGB(UnsafeRawBufferPointer(start: data, count: length))
+        return body(UnsafeRawBufferPointer(start: data, count: length))
     }
+
+    /// Whether the embedded ICC profile calls itself sRGB.
+    var profileIsSRGB: Bool { withProfile(ICCProfile.isSRGB) ?? false }
 
     /// Runs a libvips call that produces a new image, through ``Vips/check(_:_:)``.
     func derive(

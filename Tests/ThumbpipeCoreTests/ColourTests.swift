@@ -1,0 +1,101 @@
+import CVips
+import CVipsShim
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+@testable import ThumbpipeCore
+
+/// Matrix/TRC profiles (Display P3, Adobe RGB, ProPhoto…) are converted to sRGB
+/// through tables (``ShaperConversion``) instead of lcms: the result must be
+/// lcms's, within one level, for every colour there is.
+@Suite struct ColourTests {
+    /// The samples of an 8-bit image.
+    static func bytes(_ image: VImage) throws -> [UInt8] {
+        var size = 0
+        guard let memory = vips_image_write_to_memory(image.pointer, &size) else {
+            throw Vips.takeError(operation: "write_to_memory")
+        }
+        defer { g_free(memory) }
+        return [UInt8](UnsafeRawBufferPointer(start: memory, count: size))
+    }
+
+    /// The embedded profile of a fixture.
+    static func profile(of relative: String) throws -> [UInt8] {
+        try LibVips.start()
+        var out: UnsafeMutablePointer<VipsImage>? = nil
+        try Vips.check(CVipsShim_load(TestPaths.fixture(relative), 1, 1, 0, 0, &out), "load")
+        let image = VImage(out!)
+        return try #require(image.withProfile { [UInt8]($0) })
+    }
+
+    /// Every 8-bit RGB colour once (4096 × 4096), opaque, tagged with `profile`.
+    static func everyColour(tagged profile: [UInt8]) throws -> VImage {
+        var pixels = [UInt8](repeating: 255, count: 4096 * 4096 * 4)
+        for y in 0..<4096 {
+            for x in 0..<4096 {
+                let i = (y * 4096 + x) * 4
+                pixels[i] = UInt8(x & 255)
+                pixels[i + 1] = UInt8(y & 255)
+                pixels[i + 2] = UInt8(x >> 8 | (y >> 8) << 4)
+            }
+        }
+        let image = try VImage.fromPixels(RGBABuffer(width: 4096, height: 4096, pixels: pixels))
+        image.pointer.pointee.Type = VIPS_INTERPRETATION_sRGB
+        profile.withUnsafeBytes {
+            vips_image_set_blob_copy(image.pointer, VIPS_META_ICC_NAME, $0.baseAddress, $0.count)
+        }
+        return image
+    }
+
+    static let profiled = [
+        "edge/icc-display-p3_p3.png", "edge/icc-adobergb-a98_sample.jpg", "edge/icc-adobergb-photo_Canon-EOS-7D.jpg",
+        "edge/icc-prophoto_prophoto.png",
+    ]
+
+    @Test(arguments: profiled)
+    func tablesMatchLcmsForEveryColour(_ relative: String) throws {
+        let profile = try Self.profile(of: relative)
+        let shaper = profile.withUnsafeBytes { ShaperConversion(profile: $0) }
+        #expect(shaper != nil, "a matrix/TRC profile takes the tables")
+        let source = try Self.everyColour(tagged: profile)
+        let ours = try Self.bytes(Decode(limits: PipelineSettings().limits).toSRGB(source, format: "test"))
+        let theirs = try Self.bytes(source.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, "srgb") })
+        try #require(ours.count == theirs.count)
+        var largest = 0
+        var differing = 0
+        for i in ours.indices where ours[i] != theirs[i] {
+            largest = max(largest, abs(Int(ours[i]) - Int(theirs[i])))
+            differing += 1
+        }
+        #expect(largest <= 1, "\(relative): a sample differs from lcms's by \(largest)")
+        #expect(Double(differing) / Double(ours.count) < 0.02, "\(relative): \(differing) samples differ from lcms's")
+    }
+}
+
+extension ColourTests {
+    /// Profiles lcms applies through lookup tables (here jpegli's XYB one), and
+    /// anything not RGB, stay with lcms.
+    @Test func lookupTableProfilesStayWithLcms() throws {
+        let xyb = try Self.profile(of: "edge/icc-xyb-jpegli_sample-xyb.jpg")
+        #expect(xyb.withUnsafeBytes { ShaperConversion(profile: $0) } == nil)
+        let cmyk = try Self.profile(of: "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg")
+        #expect(cmyk.withUnsafeBytes { ShaperConversion(profile: $0) } == nil)
+        let grey = try Self.profile(of: "edge/grey-jpeg-gamma22-icc_concert.jpg")
+        #expect(grey.withUnsafeBytes { ShaperConversion(profile: $0) } == nil)
+        // A cut profile (its tag table points past the end) is no matrix/TRC profile either.
+        let p3 = try Self.profile(of: "edge/icc-display-p3_p3.png")
+        #expect(Array(p3.prefix(300)).withUnsafeBytes { ShaperConversion(profile: $0) } == nil)
+    }
+
+    /// The parametric curve of sRGB and Display P3 (ICC type 3) at known points.
+    @Test func parametricCurve() {
+        let curve = ICCProfile.ToneCurve.parametric(type: 3, [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045])
+        #expect(curve(0) == 0)
+        #expect(abs(curve(0.04) - 0.04 / 12.92) < 1e-12)
+        #expect(abs(curve(0.5) - 0.214041) < 1e-6)
+        #expect(curve(1) == 1)
+        #expect(ICCProfile.ToneCurve.gamma(2.2)(2) == 1, "clipped to 0…1")
+        #expect(abs(ICCProfile.ToneCurve.table([0, 65535])(0.25) - 0.25) < 1e-12)
+    }
+}
