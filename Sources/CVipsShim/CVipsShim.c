@@ -1,4 +1,5 @@
 #include "CVipsShim.h"
+#include <math.h>
 #include <string.h>
 #include <vips/vips.h>
 
@@ -476,10 +477,19 @@ int CVipsShim_drain(VipsImage *in) {
 // the D50 PCS), and one table from linear light (in CVIPSSHIM_SHAPER_STEPS
 // steps) back to 8-bit sRGB.
 typedef struct {
-    float linear[3][256];
-    float matrix[9];
+    // terms[out][in][v]: matrix[out][in] × linear[in][v], scaled so that the sum
+    // of a row's three terms >> 8 is an index into `encode`.
+    gint32 terms[3][3][256];
     guint8 encode[CVIPSSHIM_SHAPER_STEPS];
 } Shaper;
+
+// The encode table's index for a sum (8 fraction bits): rounded, clipped to the
+// table (out of sRGB's gamut: clipped per channel, as lcms does).
+static inline int shaper_index(gint32 sum) {
+    int index = (sum + 128) >> 8;
+    index = index < 0 ? 0 : index;
+    return index > CVIPSSHIM_SHAPER_STEPS - 1 ? CVIPSSHIM_SHAPER_STEPS - 1 : index;
+}
 
 static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
     (void)a; (void)stop;
@@ -488,24 +498,20 @@ static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolea
     const VipsRect *r = &out->valid;
     if (vips_region_prepare(in, r)) return -1;
     const int bands = out->im->Bands;
-    const float *lr = s->linear[0], *lg = s->linear[1], *lb = s->linear[2];
-    const float *m = s->matrix;
-    const float top = (float)(CVIPSSHIM_SHAPER_STEPS - 1);
+    // restrict: stores through the byte pointer could otherwise alias the
+    // tables, and the compiler would reload them for every pixel.
+    const gint32 *restrict rr = s->terms[0][0], *restrict rg = s->terms[0][1], *restrict rb = s->terms[0][2];
+    const gint32 *restrict gr = s->terms[1][0], *restrict gg = s->terms[1][1], *restrict gb = s->terms[1][2];
+    const gint32 *restrict br = s->terms[2][0], *restrict bg = s->terms[2][1], *restrict bb = s->terms[2][2];
+    const guint8 *restrict encode = s->encode;
     for (int y = r->top; y < r->top + r->height; y++) {
-        const VipsPel *p = VIPS_REGION_ADDR(in, r->left, y);
-        VipsPel *q = VIPS_REGION_ADDR(out, r->left, y);
+        const VipsPel *restrict p = VIPS_REGION_ADDR(in, r->left, y);
+        VipsPel *restrict q = VIPS_REGION_ADDR(out, r->left, y);
         for (int x = 0; x < r->width; x++, p += bands, q += bands) {
-            const float red = lr[p[0]], green = lg[p[1]], blue = lb[p[2]];
-            float c[3] = {
-                m[0] * red + m[1] * green + m[2] * blue,
-                m[3] * red + m[4] * green + m[5] * blue,
-                m[6] * red + m[7] * green + m[8] * blue,
-            };
-            for (int k = 0; k < 3; k++) {
-                // Out of sRGB's gamut: clipped per channel, as lcms does.
-                const float v = c[k] < 0 ? 0 : c[k] > 1 ? 1 : c[k];
-                q[k] = s->encode[(int)(v * top + 0.5f)];
-            }
+            const int red = p[0], green = p[1], blue = p[2];
+            q[0] = encode[shaper_index(rr[red] + rg[green] + rb[blue])];
+            q[1] = encode[shaper_index(gr[red] + gg[green] + gb[blue])];
+            q[2] = encode[shaper_index(br[red] + bg[green] + bb[blue])];
             if (bands == 4) q[3] = p[3];
         }
     }
@@ -520,8 +526,20 @@ int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear
         return -1;
     }
     Shaper *shaper = g_new(Shaper, 1);
-    memcpy(shaper->linear, linear, sizeof shaper->linear);
-    memcpy(shaper->matrix, matrix, sizeof shaper->matrix);
+    // A term is at most |entry| × 16383 × 256: three of them stay far inside
+    // 32 bits for entries up to ±10 (real colorants give ±2 at most).
+    for (int i = 0; i < 9; i++) {
+        if (!(fabsf(matrix[i]) <= 10.0f)) {
+            g_free(shaper);
+            vips_error("shaper", "%s", "matrix out of range");
+            return -1;
+        }
+    }
+    for (int o = 0; o < 3; o++)
+        for (int c = 0; c < 3; c++)
+            for (int v = 0; v < 256; v++)
+                shaper->terms[o][c][v] = (gint32)lrint((double)matrix[o * 3 + c] * linear[c * 256 + v] *
+                                                       (CVIPSSHIM_SHAPER_STEPS - 1) * 256.0);
     memcpy(shaper->encode, encode, sizeof shaper->encode);
     VipsImage *image = vips_image_new();
     if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||

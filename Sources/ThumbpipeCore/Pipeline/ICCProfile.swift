@@ -208,7 +208,7 @@ struct ShaperConversion {
             let light = Double(step) / Double(steps - 1)
             var low = 0.0
             var high = 1.0
-            for _ in 0..<40 {
+            for _ in 0..<24 {  // 2^-24: far finer than the 8-bit result
                 let middle = (low + high) / 2
                 if curve(middle) < light { low = middle } else { high = middle }
             }
