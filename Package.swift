@@ -19,7 +19,9 @@ let cLibraries: [Target] = [
     // Fixed-arity wrappers over libvips's variadic calls, which Swift cannot call.
     .target(
         name: "CVipsShim",
-        dependencies: ["CVips"]
+        dependencies: ["CVips"],
+        // GModule (part of GLib, which libvips needs) loads libvips modules one by one.
+        linkerSettings: [.linkedLibrary("gmodule-2.0")]
     ),
 ]
 

@@ -1,4 +1,5 @@
 #include "CVipsShim.h"
+#include <gmodule.h>
 #include <math.h>
 #include <string.h>
 #include <vips/vips.h>
@@ -54,6 +55,18 @@ int CVipsShim_init(const char *argv0, int threads_per_image) {
     vips_cache_set_max_mem(0);
     vips_cache_set_max_files(0);
     if (threads_per_image > 0) vips_concurrency_set(threads_per_image);
+    return 0;
+}
+
+int CVipsShim_load_module(const char *path) {
+    // As libvips loads its modules at start: the module registers its
+    // operations when opened, and must then stay loaded.
+    GModule *module = g_module_open(path, G_MODULE_BIND_LAZY);
+    if (!module) {
+        vips_error("load_module", "%s", g_module_error());
+        return -1;
+    }
+    g_module_make_resident(module);
     return 0;
 }
 

@@ -147,6 +147,20 @@ struct IsolationTests {
         #expect(allowed.status == 0, "\(allowed.stderr)")
     }
 
+    @Test("Workers load libvips's ImageMagick module only when limits.formats names it")
+    func modulesFollowFormats() throws {
+        let folder = TestPaths.temporaryFolder("modules")
+        // libvips 8.14 reads BMP through ImageMagick alone.
+        let bmp = TestPaths.fixture("edge/bmp-rgba_small.bmp")
+        let refused = try runThumbpipe(["run", manifest(folder, extra: [bmp]), "-o", folder + "/refused", "-q"])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        try expectOnlyFailed(folder + "/refused", ["extra-0"], message: "is not allowed (limits.formats)")
+        let allowed = try runThumbpipe([
+            "run", manifest(folder, extra: [bmp]), "-o", folder + "/allowed", "-q", "--formats", "jpeg,png,webp,magick",
+        ])
+        #expect(allowed.status == 0, "the worker loaded the module it needs: \(allowed.stderr)")
+    }
+
     @Test("A JPEG with corrupt entropy data is listed under warnings, or fails with --fail-on warning")
     func warnings() throws {
         let folder = TestPaths.temporaryFolder("warnings")

@@ -26,6 +26,10 @@ void CVipsShim_restrict_loaders(const char *const *allowed, int count);
 /// sets libvips's own worker threads per image.
 int CVipsShim_init(const char *argv0, int threads_per_image);
 
+/// Loads one libvips module (e.g. .../vips-modules-8.14/vips-heif.so), as
+/// vips_init loads every module of its module folder.
+int CVipsShim_load_module(const char *path);
+
 /// The loader libvips picks for a file (e.g. "VipsForeignLoadJpegFile"), or NULL.
 const char *CVipsShim_find_loader(const char *path);
 

@@ -9,7 +9,7 @@ final class WorkerProcess: Sendable {
 
     /// Starts `executable __worker` and sends it `hello`.
     /// - Throws: ``ThumbpipeError`` (71) when the process cannot be started.
-    init(executable: String, hello: Data) throws {
+    init(executable: String, hello: Data, environment extra: [String: String] = [:]) throws {
         var requests: [Int32] = [0, 0]
         var replies: [Int32] = [0, 0]
         guard Self.pipeClosedOnExec(&requests) else {
@@ -42,6 +42,7 @@ final class WorkerProcess: Sendable {
         // backtrace dump on the user's terminal.
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(extra) { $1 }
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var child: pid_t = 0
@@ -118,6 +119,8 @@ final class WorkerProcess: Sendable {
 final class Supervisor: Sendable {
     private let executable: String
     private let hello: Data
+    /// What workers get added to the parent's environment.
+    private let environment: [String: String]
     private let timeoutSeconds: Double
     /// Live workers by slot, so that a cancel can kill them from any thread.
     private let live = Mutex<[Int: WorkerProcess]>([:])
@@ -132,6 +135,8 @@ final class Supervisor: Sendable {
         self.executable = executable
         timeoutSeconds = settings.limits.timeoutSeconds
         hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder))
+        environment = VipsModules.workerEnvironment(
+            allowing: settings.limits.formats.compactMap(ImageFormat.init(rawValue:)))
     }
 
     /// Runs `job` on the worker of `slot` (starting one when there is none) and
@@ -218,7 +223,7 @@ final class Supervisor: Sendable {
 
     private func worker(for slot: Int) throws -> WorkerProcess {
         if let existing = live.withLock({ $0[slot] }) { return existing }
-        let started = try WorkerProcess(executable: executable, hello: hello)
+        let started = try WorkerProcess(executable: executable, hello: hello, environment: environment)
         live.withLock { $0[slot] = started }
         if cancelled.load(ordering: .relaxed) { started.kill() }
         return started
