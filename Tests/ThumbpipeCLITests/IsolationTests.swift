@@ -76,6 +76,28 @@ struct IsolationTests {
         #expect(seconds >= 3 && seconds < 30, "the run took \(seconds) s")
     }
 
+    @Test("Jobs queued behind a crash or a hang on one worker go to its replacement")
+    func queuedBehindFaults() throws {
+        let (folder, crasher, out) = try victim(
+            "queued", "edge/orientation-1_Landscape_1.jpg", as: "crashes-the-decoder.jpg")
+        let hanger = folder + "/hangs-the-decoder.png"
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("edge/tiny-1x1-rgb_1x1.png"), toPath: hanger)
+        // One worker: each fault has the next item already queued behind it.
+        let order = [crasher, TestPaths.fixture(Self.good[0]), hanger, TestPaths.fixture(Self.good[1])]
+        let lines = order.enumerated().map { i, p in #"{"itemName": "\#(i)", "image": "\#(p)", "itemKey": "k\#(i)"}"# }
+        let manifest = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
+        let result = try runThumbpipe(
+            ["run", manifest, "-o", out, "-q", "--jobs", "1", "--set", "limits.timeoutSeconds=2"],
+            environment: ["THUMBPIPE_FAULT": "crash:crashes-the-decoder,hang:hangs-the-decoder"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("decoder crashed (SIGSEGV)"), "\(result.stderr)")
+        #expect(result.stderr.contains("timed out after 2 s"), "\(result.stderr)")
+        let reader = try KeyedArchiveReader(path: out + "/items.archive")
+        let done = try (0..<reader.count).map { try reader.item(at: $0) }.filter { $0.thumbnailData != nil }
+        #expect(done.map(\.itemKey) == ["k1", "k3"], "the items behind the faults are done")
+        #expect(!listing(out).contains { $0.hasPrefix(TemporaryFile.prefix) }, "no temporaries left")
+    }
+
     @Test("SIGTERM while a worker hangs: exit 143 within 2 s, no temporaries, no archive")
     func signalWhileHung() throws {
         let (folder, victim, out) = try victim("hang-signal", "photos/Canon-EOS-1000D.jpg", as: "hangs-the-decoder.jpg")

@@ -201,18 +201,18 @@ struct ShaperConversion {
         guard let profile = ICCProfile(UnsafeRawBufferPointer(start: data, count: length))?.matrixShaper,
             profile.curves.allSatisfy({ $0 == profile.curves[0] }), let fromXYZ = invert(profile.toXYZ)
         else { return nil }
+        // Linear light L encodes to v when the curve's inverse at L rounds to v,
+        // that is when L lies below the light of (v + ½) / 255: 255 thresholds
+        // (the curve rises), walked once over the table's steps.
         let curve = profile.curves[0]
+        let thresholds = (0..<255).map { curve((Double($0) + 0.5) / 255) }
         let steps = Int(CVIPSSHIM_SHAPER_STEPS)
-        let encode = (0..<steps).map { step -> UInt8 in
-            // The device value whose linear light is this step (the curve rises).
+        var encode = [UInt8](repeating: 0, count: steps)
+        var value = 0
+        for step in 0..<steps {
             let light = Double(step) / Double(steps - 1)
-            var low = 0.0
-            var high = 1.0
-            for _ in 0..<24 {  // 2^-24: far finer than the 8-bit result
-                let middle = (low + high) / 2
-                if curve(middle) < light { low = middle } else { high = middle }
-            }
-            return UInt8((low + high) / 2 * 255 + 0.5)
+            while value < 255 && light >= thresholds[value] { value += 1 }
+            encode[step] = UInt8(value)
         }
         return Target(fromXYZ: fromXYZ, encode: encode)
     }()

@@ -270,13 +270,11 @@ public final class BatchRunner: Sendable {
             done.enter()
             let thread = Thread { [self] in
                 defer { done.leave() }
-                while let positions = dispenser.next() {
-                    do {
-                        try sink.deliver(try positions.map { try process($0, slot: slot, supervisor: supervisor) })
-                    } catch {
-                        fatal.withLock { if $0 == nil { $0 = error } }
-                        dispenser.stop()
-                    }
+                do {
+                    try work(slot: slot, dispenser: dispenser, sink: sink, supervisor: supervisor)
+                } catch {
+                    fatal.withLock { if $0 == nil { $0 = error } }
+                    dispenser.stop()
                 }
             }
             thread.name = "thumbpipe-slot-\(slot + 1)"
@@ -389,7 +387,61 @@ public final class BatchRunner: Sendable {
 
     /// Makes one item ready for the archive: reuses what the plan keeps, has a
     /// worker make the rest, and puts its store file in place.
-    private func process(_ index: Int, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
+    /// One slot's loop: items from the dispenser to the sink, with the next
+    /// item's job already queued at the worker while the slot waits for the
+    /// one before (so the worker goes from item to item without waiting for
+    /// the parent's bookkeeping).
+    private func work(slot: Int, dispenser: Dispenser, sink: OrderedSink, supervisor: Supervisor) throws {
+        var inFlight: PendingItem? = nil
+        func finishInFlight() throws {
+            guard let pending = inFlight else { return }
+            inFlight = nil
+            try sink.deliver([try complete(pending, slot: slot, supervisor: supervisor)])
+        }
+        while true {
+            var handout = dispenser.take(waiting: inFlight == nil)
+            if case .full = handout {
+                try finishInFlight()
+                handout = dispenser.take(waiting: true)
+            }
+            guard case .positions(let positions) = handout else { break }
+            var finished: [FinishedItem] = []
+            for position in positions {
+                switch try prepare(position, slot: slot, supervisor: supervisor) {
+                case .finished(let item):
+                    finished.append(item)
+                case .pending(let pending):
+                    try finishInFlight()
+                    inFlight = pending
+                }
+            }
+            if !finished.isEmpty { try sink.deliver(finished) }
+        }
+        try finishInFlight()
+    }
+
+    /// An item whose job is with a worker (or that needs none), and what
+    /// finishing it needs.
+    private struct PendingItem {
+        var index: Int
+        var item: ManifestItem
+        var work: ItemWork?
+        var previous: ItemRecord?
+        var reused: Result<Data, ItemFailure>?
+        var carried: Bool
+        var needsStore: Bool
+        var job: ItemJob
+        var ticket: Supervisor.Ticket?
+    }
+
+    private enum Prepared {
+        case finished(FinishedItem)
+        case pending(PendingItem)
+    }
+
+    /// Everything before an item's job: items without a photo, or with nothing
+    /// to redo, finish here; the rest have their job submitted.
+    private func prepare(_ index: Int, slot: Int, supervisor: Supervisor) throws -> Prepared {
         let item = manifest.items[index]
         let work = plan?.work[index]
         guard let path = item.imagePath else {
@@ -406,7 +458,7 @@ public final class BatchRunner: Sendable {
                 finished.log = ItemLogEntry(
                     item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
             }
-            return finished
+            return .finished(finished)
         }
         let needsThumbnail = work?.needsThumbnail ?? true
         let needsStore = work?.needsStore ?? true
@@ -418,9 +470,10 @@ public final class BatchRunner: Sendable {
             reused = reusedThumbnail(item, previous: previous)
             if !needsStore {
                 let date = item.dateCreated ?? previous.dateCreated.map { Date(timeIntervalSince1970: $0) }
-                return finish(
-                    item, index: index, work: work, previous: previous, thumbnail: reused, outcome: nil,
-                    date: date ?? manifest.modificationDate)
+                return .finished(
+                    finish(
+                        item, index: index, work: work, previous: previous, thumbnail: reused, outcome: nil,
+                        date: date ?? manifest.modificationDate))
             }
         }
         // A migrated item's store file is carried over, never encoded again.
@@ -429,10 +482,23 @@ public final class BatchRunner: Sendable {
             index: index, itemKey: item.itemKey, source: path, makeThumbnail: needsThumbnail,
             makeStore: needsStore && !carried, temporaryPath: TemporaryFile.name(in: options.outputFolder),
             hashSource: work?.sourceUnchanged != true)
+        let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
+        return .pending(
+            PendingItem(
+                index: index, item: item, work: work, previous: previous, reused: reused, carried: carried,
+                needsStore: needsStore, job: job, ticket: ticket))
+    }
+
+    /// Everything after an item's job: its outcome to the store file, the
+    /// archive entry and the state record.
+    private func complete(_ pending: PendingItem, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
+        let (index, item, work, previous, reused) = (
+            pending.index, pending.item, pending.work, pending.previous, pending.reused
+        )
+        let (carried, needsStore, job) = (pending.carried, pending.needsStore, pending.job)
+        let path = job.source
         var outcome = ItemOutcome()
-        if job.makeThumbnail || job.makeStore {
-            outcome = try supervisor.run(job, slot: slot)
-        }
+        if let ticket = pending.ticket { outcome = try supervisor.outcome(of: ticket, slot: slot) }
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
         trace?.record(
             outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,

@@ -58,16 +58,36 @@ final class Dispenser: @unchecked Sendable {
     /// The next positions to work on (one, or a run of light items), waiting
     /// while the window is full; nil when every position was handed out or the run stopped.
     func next() -> Range<Int>? {
+        if case .positions(let range) = take(waiting: true) { return range }
+        return nil
+    }
+
+    /// What ``take(waiting:)`` hands out.
+    enum Handout {
+        case positions(Range<Int>)
+        /// The window is full (only when not waiting).
+        case full
+        /// Every position was handed out, or the run stopped.
+        case finished
+    }
+
+    /// The next positions, or, without `waiting`, `.full` instead of waiting
+    /// for the window: a slot that still holds an unfinished item must finish
+    /// it first, or the window might wait for that very item.
+    func take(waiting: Bool) -> Handout {
         condition.lock()
         defer { condition.unlock() }
-        while !stopped && cursor < count && cursor >= written + window { condition.wait() }
-        guard !stopped, cursor < count else { return nil }
+        while !stopped && cursor < count && cursor >= written + window {
+            if !waiting { return .full }
+            condition.wait()
+        }
+        guard !stopped, cursor < count else { return .finished }
         let start = cursor
         cursor += 1
         if isLight(start) {
             while cursor < count && cursor - start < Self.lightRun && isLight(cursor) { cursor += 1 }
         }
-        return start..<cursor
+        return .positions(start..<cursor)
     }
 
     /// The archive holds every position below `position`.

@@ -139,30 +139,100 @@ final class Supervisor: Sendable {
             allowing: settings.limits.formats.compactMap(ImageFormat.init(rawValue:)))
     }
 
-    /// Runs `job` on the worker of `slot` (starting one when there is none) and
-    /// returns its outcome; a timeout or a crash is an outcome too.
+    /// A job given to a slot's worker, waiting for its outcome. A slot keeps
+    /// the next job queued in its worker's pipe while the worker runs the one
+    /// before, so the worker never waits for the parent between items.
+    final class Ticket: @unchecked Sendable {
+        let job: ItemJob
+        fileprivate let message: Data
+        /// The worker it was last sent to, and when.
+        fileprivate var worker: WorkerProcess?
+        fileprivate var sentAt: UInt64 = 0
+        /// The outcome, when known without a worker.
+        fileprivate var ready: ItemOutcome?
+
+        fileprivate init(job: ItemJob, message: Data, ready: ItemOutcome? = nil) {
+            self.job = job
+            self.message = message
+            self.ready = ready
+        }
+    }
+
+    /// What a slot has sent and not yet heard back about, oldest first; only
+    /// the slot's own thread touches it.
+    private final class Queue: @unchecked Sendable {
+        var pending: [Ticket] = []
+        /// When the slot's worker last answered: it starts its next job then.
+        var lastReply: UInt64 = 0
+    }
+
+    private let queues = Mutex<[Int: Queue]>([:])
+
+    private func queue(_ slot: Int) -> Queue {
+        queues.withLock { all in
+            if let existing = all[slot] { return existing }
+            let created = Queue()
+            all[slot] = created
+            return created
+        }
+    }
+
+    /// Gives `job` to the worker of `slot` (starting one when there is none),
+    /// behind whatever the slot has pending; ``outcome(of:slot:)`` waits for it.
+    /// - Throws: ``ThumbpipeError`` when no worker can be started, ``RunCancelled``.
+    func submit(_ job: ItemJob, slot: Int) throws -> Ticket {
+        if let earlier = crashed.withLock({ $0[job.source] }) {
+            return Ticket(
+                job: job, message: Data(),
+                ready: ItemOutcome(
+                    failure: ItemFailure(
+                        .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried")))
+        }
+        if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
+        let ticket = Ticket(job: job, message: try WorkerProtocol.encode(job))
+        let queue = queue(slot)
+        queue.pending.append(ticket)
+        // A failed send is found out (and the worker replaced) when the outcome is awaited.
+        _ = flush(queue, to: try worker(for: slot))
+        return ticket
+    }
+
+    /// Sends `worker`, in order, every pending job it has not had yet; false when it is gone.
+    private func flush(_ queue: Queue, to worker: WorkerProcess) -> Bool {
+        for ticket in queue.pending where ticket.worker !== worker {
+            guard worker.send(ticket.message) else { return false }
+            ticket.worker = worker
+            ticket.sentAt = Spans.now
+        }
+        return true
+    }
+
+    /// Waits for the outcome of `ticket`, the oldest the slot has pending; a
+    /// timeout or a crash is an outcome too. Jobs queued behind it on a worker
+    /// that died or was stopped go to its replacement.
     /// - Throws: ``ThumbpipeError`` when no worker can be started, ``RunCancelled``
     ///   when the run was cancelled (the item is then not done).
-    func run(_ job: ItemJob, slot: Int) throws -> ItemOutcome {
-        if let earlier = crashed.withLock({ $0[job.source] }) {
-            return ItemOutcome(
-                failure: ItemFailure(
-                    .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried"))
-        }
-        let message = try WorkerProtocol.encode(job)
+    func outcome(of ticket: Ticket, slot: Int) throws -> ItemOutcome {
+        if let ready = ticket.ready { return ready }
+        let queue = queue(slot)
+        precondition(queue.pending.first === ticket, "outcomes are awaited in the order jobs were submitted")
+        defer { queue.pending.removeFirst() }
+        let job = ticket.job
         for attempt in 0..<2 {
             if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
             let worker = try worker(for: slot)
-            let started = Spans.now
-            guard worker.send(message) else {
+            guard flush(queue, to: worker) else {
                 // It died between jobs (or at start): replace it once.
                 retire(slot, worker)
                 if attempt == 0 { continue }
                 return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started", transient: true))
             }
+            // The worker starts this job once it has answered the one before.
+            let started = max(ticket.sentAt, queue.lastReply)
             let deadline = timeoutSeconds > 0 ? started + UInt64(timeoutSeconds * 1e9) : nil
             switch worker.receive(deadline: deadline) {
             case .message(let data):
+                queue.lastReply = Spans.now
                 guard let outcome = try? WorkerProtocol.decode(ItemOutcome.self, data) else {
                     retire(slot, worker)
                     return ItemOutcome(
