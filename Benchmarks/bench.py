@@ -296,6 +296,10 @@ def main():
     for round_ in range(args.rounds):
         for name in peers:
             log(f"bench: {name} (round {round_ + 1}) ...")
+            # The previous peer's files reach the disk first: a peer that does not
+            # fsync (pyvips, vips-cli, magick) would otherwise leave its writeback to
+            # slow down the fsyncs of whichever peer runs next.
+            os.sync()
             seconds, rss = runners[name]()
             times[name].append(seconds)
             memories[name] = max(memories[name], rss)

@@ -99,22 +99,3 @@ extension ColourTests {
         #expect(abs(ICCProfile.ToneCurve.table([0, 65535])(0.25) - 0.25) < 1e-12)
     }
 }
-
-/// A worker loads only the libvips modules its formats need.
-@Suite struct ModuleTests {
-    @Test func workersLoadOnlyTheModulesTheirFormatsNeed() throws {
-        let environment = VipsModules.workerEnvironment(allowing: [.jpeg, .png, .heif])
-        guard let list = environment["THUMBPIPE_VIPS_MODULES"] else {
-            // libvips built without modules (or VIPSHOME set): nothing to choose.
-            #expect(environment.isEmpty)
-            return
-        }
-        let names = list.split(separator: ":").map { URL(fileURLWithPath: String($0)).lastPathComponent }
-        #expect(names.contains("vips-heif.so"), "\(names)")
-        #expect(!names.contains("vips-magick.so") && !names.contains("vips-poppler.so"), "\(names)")
-        let home = try #require(environment["VIPSHOME"])
-        #expect(FileManager.default.fileExists(atPath: home + "/vips-heif.so"), "VIPSHOME is the system module folder")
-        let magick = VipsModules.workerEnvironment(allowing: [.jpeg, .magick])["THUMBPIPE_VIPS_MODULES"] ?? ""
-        #expect(magick.contains("vips-magick.so") && !magick.contains("vips-heif.so"), "\(magick)")
-    }
-}

@@ -253,7 +253,14 @@ public final class BatchRunner: Sendable {
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
         let items = manifest.items
-        let dispenser = Dispenser(count: items.count, window: options.window) { !items.hasImage(at: $0) }
+        let planned = plan?.work
+        let dispenser = Dispenser(
+            count: items.count, window: options.window, isLight: { !items.hasImage(at: $0) },
+            weight: { position in
+                // A photo's file size stands for its cost; nothing to redo costs nothing.
+                if let item = planned?[position], !item.needsThumbnail && !item.needsStore { return 0 }
+                return items[position].imagePath.map { Int(ItemJobRunner.fileSize($0)) } ?? 0
+            })
         let sink = OrderedSink(
             writer: try KeyedArchiveWriter(
                 path: archivePath, className: settings.archive.className, itemCount: manifest.items.count,

@@ -39,20 +39,32 @@ final class FinishedItem: @unchecked Sendable {
 /// archive than the window allows, so memory does not grow with the manifest.
 /// Light items (no photo: an archive record and nothing else) go out in runs
 /// of up to ``lightRun``, so a million of them cost a thousand hand-overs.
+/// Among the photos inside the window, the heaviest (largest file) goes first:
+/// the run then ends on small items, and no slot sits idle while the other
+/// finishes one large photo.
 final class Dispenser: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int
     private let window: Int
     private let isLight: @Sendable (Int) -> Bool
+    private let weight: @Sendable (Int) -> Int
+    /// The lowest position not handed out yet; those above it that were are in `taken`.
     private var cursor = 0
+    private var taken = Set<Int>()
+    /// Weights of the positions in the window, computed once each.
+    private var weights: [Int: Int] = [:]
     private var written = 0
     private var stopped = false
     static let lightRun = 1024
 
-    init(count: Int, window: Int, isLight: @escaping @Sendable (Int) -> Bool = { _ in false }) {
+    init(
+        count: Int, window: Int, isLight: @escaping @Sendable (Int) -> Bool = { _ in false },
+        weight: @escaping @Sendable (Int) -> Int = { _ in 0 }
+    ) {
         self.count = count
         self.window = window
         self.isLight = isLight
+        self.weight = weight
     }
 
     /// The next positions to work on (one, or a run of light items), waiting
@@ -83,11 +95,41 @@ final class Dispenser: @unchecked Sendable {
         }
         guard !stopped, cursor < count else { return .finished }
         let start = cursor
-        cursor += 1
         if isLight(start) {
-            while cursor < count && cursor - start < Self.lightRun && isLight(cursor) { cursor += 1 }
+            var end = start + 1
+            while end < count && end - start < Self.lightRun && isLight(end) && !taken.contains(end) { end += 1 }
+            hand(start..<end)
+            return .positions(start..<end)
         }
-        return .positions(start..<cursor)
+        // The heaviest photo in the window (the earliest of equals).
+        var chosen = start
+        var heaviest = weightOf(start)
+        for position in (start + 1)..<min(count, written + window) where !taken.contains(position) {
+            guard !isLight(position) else { continue }
+            let w = weightOf(position)
+            if w > heaviest {
+                chosen = position
+                heaviest = w
+            }
+        }
+        hand(chosen..<(chosen + 1))
+        return .positions(chosen..<(chosen + 1))
+    }
+
+    private func weightOf(_ position: Int) -> Int {
+        if let known = weights[position] { return known }
+        let computed = weight(position)
+        weights[position] = computed
+        return computed
+    }
+
+    /// Marks `range` handed out and moves the cursor past everything that is.
+    private func hand(_ range: Range<Int>) {
+        for position in range {
+            taken.insert(position)
+            weights[position] = nil
+        }
+        while taken.remove(cursor) != nil { cursor += 1 }
     }
 
     /// The archive holds every position below `position`.
