@@ -23,22 +23,23 @@ import ThumbpipeTestSupport
     }
 }
 
-/// The dispenser hands out every position once, within the window, heaviest photo first.
+/// The dispenser hands out every position once, within the window, in order
+/// until the last window, and there heaviest photo first.
 @Suite struct DispenserTests {
-    @Test func heaviestFirstWithinTheWindow() {
-        // Positions 0…9: 3 and 4 have no photo; weights rise with the position.
-        let light: Set<Int> = [3, 4]
-        let dispenser = Dispenser(count: 10, window: 4, isLight: { light.contains($0) }, weight: { $0 * 10 })
+    @Test func inOrderThenHeaviestFirst() {
+        // Positions 0…9, window 4: 7 has no photo; weights rise with the position.
+        let dispenser = Dispenser(count: 10, window: 4, isLight: { $0 == 7 }, weight: { $0 * 10 })
         var order: [Range<Int>] = []
         while case .positions(let range) = dispenser.take(waiting: false) { order.append(range) }
-        // Window 0..<4 with nothing written: 2 (heaviest photo), then 1, then 0, then the light run 3..<5.
-        #expect(order == [2..<3, 1..<2, 0..<1, 3..<5], "\(order)")
+        #expect(order == [0..<1, 1..<2, 2..<3, 3..<4], "in order: \(order)")
         #expect(dispenser.take(waiting: false).isFull, "nothing beyond the window until the archive moves")
-        dispenser.written(upTo: 5)
+        dispenser.written(upTo: 2)
         while case .positions(let range) = dispenser.take(waiting: false) { order.append(range) }
-        #expect(order.suffix(4) == [8..<9, 7..<8, 6..<7, 5..<6], "\(order)")
-        dispenser.written(upTo: 9)
+        #expect(order.suffix(2) == [4..<5, 5..<6], "\(order)")
+        // The last window (6…9): the heaviest photo first, the light item when the cursor gets there.
+        dispenser.written(upTo: 6)
         while case .positions(let range) = dispenser.take(waiting: false) { order.append(range) }
+        #expect(order.suffix(4) == [9..<10, 8..<9, 6..<7, 7..<8], "\(order)")
         #expect(order.flatMap { Array($0) }.sorted() == Array(0..<10), "every position exactly once")
         #expect(dispenser.next() == nil)
     }

@@ -39,7 +39,7 @@ final class FinishedItem: @unchecked Sendable {
 /// archive than the window allows, so memory does not grow with the manifest.
 /// Light items (no photo: an archive record and nothing else) go out in runs
 /// of up to ``lightRun``, so a million of them cost a thousand hand-overs.
-/// Among the photos inside the window, the heaviest (largest file) goes first:
+/// Among the last window's photos, the heaviest (largest file) goes first:
 /// the run then ends on small items, and no slot sits idle while the other
 /// finishes one large photo.
 final class Dispenser: @unchecked Sendable {
@@ -101,7 +101,14 @@ final class Dispenser: @unchecked Sendable {
             hand(start..<end)
             return .positions(start..<end)
         }
-        // The heaviest photo in the window (the earliest of equals).
+        // In order until the last window's worth; then the heaviest photo left
+        // (the earliest of equals). Earlier, picking by weight would leave the
+        // lightest, lowest position for last, and the window could not move on
+        // until it was done.
+        guard count - start <= window else {
+            hand(start..<(start + 1))
+            return .positions(start..<(start + 1))
+        }
         var chosen = start
         var heaviest = weightOf(start)
         for position in (start + 1)..<min(count, written + window) where !taken.contains(position) {
