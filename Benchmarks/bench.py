@@ -20,7 +20,8 @@ That sum counts the pages the processes share (libvips, the Swift runtime) once 
 process; the PSS column (`memory.peakPSSBytes`, sampled every second) counts them once.
 For the single-process peers, RSS is an upper bound of their PSS.
 
-It prints images/s, thumbpipe's speed as a multiple of each peer's, and the peak RSS
+It prints images/s, thumbpipe's speed as a multiple of each peer's (from the median
+rounds, and as the median of the round-by-round ratios), and the peak RSS
 of the largest single process, and saves the table as JSON in Benchmarks/results/.
 Speeds are only compared within one run: this machine is noisy.
 """
@@ -315,6 +316,11 @@ def main():
     ours = next((r for r in rows if r["peer"] == "thumbpipe"), None)
     for row in rows:
         row["thumbpipeTimes"] = round(ours["imagesPerSecond"] / row["imagesPerSecond"], 2) if ours else None
+        # Round by round (the peers of one round ran minutes apart at most, while
+        # this machine's speed drifts over a run): the median of the ratios.
+        if ours:
+            ratios = sorted(p / t for p, t in zip(times[row["peer"]], times["thumbpipe"]))
+            row["thumbpipeTimesPaired"] = round(ratios[len(ratios) // 2], 2)
 
     memory = []
     if args.memory:
@@ -355,11 +361,12 @@ def main():
 
     print(f"{len(paths)} images ({args.jpegs} JPEG 8-24 Mpx, {args.pngs} PNG, {args.heics} HEIC; "
           f"{megapixels:.0f} Mpx in all), --jobs {args.jobs}, {machine['cpus']} cores, {machine['system']}")
-    print(f"{'peer':<11}{'images/s':>10}{'thumbpipe ×':>13}{'peak RSS MB':>13}{'PSS MB':>9}")
+    print(f"{'peer':<11}{'images/s':>10}{'thumbpipe ×':>13}{'× by round':>12}{'peak RSS MB':>13}{'PSS MB':>9}")
     for row in rows:
         times = f"{row['thumbpipeTimes']:>13.2f}" if row["thumbpipeTimes"] else f"{'-':>13}"
+        paired = f"{row['thumbpipeTimesPaired']:>12.2f}" if row.get("thumbpipeTimesPaired") else f"{'-':>12}"
         pss = f"{row['peakPSSBytes'] / 1e6:>9.0f}" if row.get("peakPSSBytes") else f"{'-':>9}"
-        print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{row['peakRSSBytes'] / 1e6:>13.0f}{pss}")
+        print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{paired}{row['peakRSSBytes'] / 1e6:>13.0f}{pss}")
     for m in memory:
         print(f"memory: {m['items']} small images: peak RSS {m['peakRSSBytes'] / 1e6:.0f} MB ({m['seconds']} s)")
     if len(memory) == 2:
