@@ -99,3 +99,26 @@ extension ColourTests {
         #expect(abs(ICCProfile.ToneCurve.table([0, 65535])(0.25) - 0.25) < 1e-12)
     }
 }
+
+extension ColourTests {
+    /// A crafted profile whose colorants are absurd (a thousand times Display P3's)
+    /// is no matrix/TRC profile for the tables: lcms (or libvips's fallback) converts.
+    @Test func absurdColorantsStayWithLcms() throws {
+        var p3 = try Self.profile(of: "edge/icc-display-p3_p3.png")
+        #expect(p3.withUnsafeBytes { ShaperConversion(profile: $0) } != nil)
+        // Each colorant tag's X (s15Fixed16 at offset 8 of its 'XYZ ' data) set to 30000.
+        let count = Int(p3[128]) << 24 | Int(p3[129]) << 16 | Int(p3[130]) << 8 | Int(p3[131])
+        for i in 0..<count {
+            let entry = 132 + i * 12
+            let signature = String(decoding: p3[entry..<entry + 4], as: UTF8.self)
+            guard ["rXYZ", "gXYZ", "bXYZ"].contains(signature) else { continue }
+            let offset =
+                Int(p3[entry + 4]) << 24 | Int(p3[entry + 5]) << 16 | Int(p3[entry + 6]) << 8 | Int(p3[entry + 7])
+            p3.replaceSubrange((offset + 8)..<(offset + 12), with: [0x75, 0x30, 0, 0])
+        }
+        #expect(p3.withUnsafeBytes { ShaperConversion(profile: $0) } == nil)
+        let source = try Self.everyColour(tagged: p3)
+        let converted = try Decode(limits: PipelineSettings().limits).toSRGB(source, format: "test")
+        #expect(converted.bands == 4 && converted.format == VIPS_FORMAT_UCHAR, "the image still converts")
+    }
+}

@@ -143,10 +143,12 @@ public struct Decode: Sendable {
             let uchar = !cmyk && image.format == VIPS_FORMAT_UCHAR && image.interpretation == VIPS_INTERPRETATION_sRGB
             let alreadySRGB = uchar && image.profileIsSRGB
             let rgb8 = uchar && (image.bands == 3 || image.bands == 4)
-            if rgb8 && !alreadySRGB, let shaper = image.withProfile(ShaperConversion.init(profile:)) {
+            if rgb8 && !alreadySRGB, let shaper = image.withProfile(ShaperConversion.init(profile:)),
+                let converted = try? shaper.apply(image)
+            {
                 // A matrix/TRC profile (Display P3, Adobe RGB…): the same
                 // conversion as lcms's, through tables.
-                image = try shaper.apply(image)
+                image = converted
             } else if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB {
                 do {
                     image = try image.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, cmyk ? "cmyk" : "srgb") }

@@ -164,6 +164,9 @@ struct ShaperConversion {
         guard let target = Self.target, let source = ICCProfile(profile)?.matrixShaper,
             let product = Self.multiply(target.fromXYZ, source.toXYZ)
         else { return nil }
+        // Real colorants give entries within ±2; anything past ±10 is a crafted
+        // or broken profile, left to lcms (and the C tables' 32-bit sums stay safe).
+        guard product.allSatisfy({ abs($0) <= 10 }) else { return nil }
         linear = source.curves.flatMap { curve in (0..<256).map { Float(curve(Double($0) / 255)) } }
         matrix = product.map(Float.init)
     }

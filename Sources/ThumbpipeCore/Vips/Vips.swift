@@ -21,13 +21,7 @@ enum Vips {
         if CVipsShim_init("thumbpipe", threads) != 0 {
             return .failure(takeError(operation: "vips_init"))
         }
-        do {
-            try VipsModules.loadChosen()
-        } catch let error as VipsError {
-            return .failure(error)
-        } catch {
-            return .failure(VipsError(operation: "load module", message: "\(error)"))
-        }
+        VipsModules.loadChosen()
         return .success(())
     }()
 

@@ -30,12 +30,15 @@ enum VipsModules {
         return ["VIPSHOME": folder, "THUMBPIPE_VIPS_MODULES": chosen.map { "\(folder)/\($0)" }.joined(separator: ":")]
     }
 
-    /// Loads the modules `THUMBPIPE_VIPS_MODULES` names (after vips_init).
-    /// - Throws: ``VipsError`` for a module that cannot be loaded.
-    static func loadChosen() throws {
+    /// Loads the modules `THUMBPIPE_VIPS_MODULES` names (after vips_init). As
+    /// libvips does with its own, a module that will not load is skipped (its
+    /// formats then fail as unsupported), with one line on standard error.
+    static func loadChosen() {
         guard let list = ProcessInfo.processInfo.environment["THUMBPIPE_VIPS_MODULES"] else { return }
-        for path in list.split(separator: ":").map(String.init) {
-            try Vips.check(CVipsShim_load_module(path), "load module \(path)")
+        for path in list.split(separator: ":").map(String.init) where CVipsShim_load_module(path) != 0 {
+            let error = Vips.takeError(operation: "load module")
+            FileHandle.standardError.write(
+                Data("thumbpipe: cannot load libvips module \(path): \(error.message)\n".utf8))
         }
     }
 }
