@@ -151,10 +151,6 @@ int CVipsShim_premultiply(VipsImage *in, VipsImage **out) {
     return vips_premultiply(in, out, NULL);
 }
 
-int CVipsShim_unpremultiply(VipsImage *in, VipsImage **out) {
-    return vips_unpremultiply(in, out, NULL);
-}
-
 int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
 }
@@ -337,9 +333,9 @@ static void tap_add_span(CVipsShimTap *tap, const VipsPel *p, int left, int coun
 static void tap_fold(CVipsShimTap *tap, int oy);
 
 // Adds one whole row of a 3-band image to its block row's column sums, and folds
-// the block row into the block sums once all its rows are in.
-// Built twice, the loader picking the AVX2 copy where the CPU has it: the
-// column adds are the tap's whole cost, and twice as wide for free.
+// the block row into the block sums once all its rows are in. Built twice, the
+// loader picking the AVX2 copy where the CPU has it: the column adds are the
+// tap's whole cost, and twice as wide there.
 #if defined(__x86_64__) && defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif

@@ -12,12 +12,7 @@ import ThumbpipeTestSupport
 @Suite struct ColourTests {
     /// The samples of an 8-bit image.
     static func bytes(_ image: VImage) throws -> [UInt8] {
-        var size = 0
-        guard let memory = vips_image_write_to_memory(image.pointer, &size) else {
-            throw Vips.takeError(operation: "write_to_memory")
-        }
-        defer { g_free(memory) }
-        return [UInt8](UnsafeRawBufferPointer(start: memory, count: size))
+        try image.withSamples { [UInt8]($0) }
     }
 
     /// The embedded profile of a fixture.

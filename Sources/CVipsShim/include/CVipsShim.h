@@ -60,9 +60,8 @@ int CVipsShim_bandjoin_const1(VipsImage *in, VipsImage **out, double c);
 /// vips_extract_band(in, out, band, "n", n).
 int CVipsShim_extract_bands(VipsImage *in, VipsImage **out, int band, int n);
 
-/// vips_premultiply / vips_unpremultiply.
+/// vips_premultiply (AspectFillScale undoes it on the canvas-sized result itself).
 int CVipsShim_premultiply(VipsImage *in, VipsImage **out);
-int CVipsShim_unpremultiply(VipsImage *in, VipsImage **out);
 
 /// vips_resize with the Lanczos3 kernel; separate horizontal and vertical scales.
 int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale);

@@ -105,34 +105,31 @@ public struct AspectFillScale: Sendable {
         guard bands == 3 || bands == 4, isFloat || image.format == VIPS_FORMAT_UCHAR else {
             throw VipsError(operation: "scale", message: "unexpected \(bands)-band image of format \(image.format)")
         }
-        var size = 0
-        guard let memory = vips_image_write_to_memory(image.pointer, &size) else {
-            throw Vips.takeError(operation: "write_to_memory")
-        }
-        defer { g_free(memory) }
         let swap = orientation >= 5
         let (uw, uh) = swap ? (h, w) : (w, h)
         var out = [UInt8](repeating: 255, count: uw * uh * 4)
-        let floats = memory.assumingMemoryBound(to: Float.self)
-        let bytes = memory.assumingMemoryBound(to: UInt8.self)
         func byte(_ v: Float) -> UInt8 { v >= 255 ? 255 : v > 0 ? UInt8(v) : 0 }
-        for y in 0..<uh {
-            for x in 0..<uw {
-                let (sx, sy) = storedPixel(x, y, orientation: orientation, width: w, height: h)
-                let from = (sy * w + sx) * bands
-                let to = (y * uw + x) * 4
-                guard isFloat else {
-                    for c in 0..<bands { out[to + c] = bytes[from + c] }
-                    continue
-                }
-                if premultiplied && bands == 4 {
-                    let alpha = floats[from + 3]
-                    // libvips leaves alpha within ±0.01 as no colour at all.
-                    let factor = abs(Double(alpha)) < 0.01 ? 0 : Float(255.0 / Double(alpha))
-                    for c in 0..<3 { out[to + c] = byte(factor * floats[from + c]) }
-                    out[to + 3] = byte(alpha)
-                } else {
-                    for c in 0..<bands { out[to + c] = byte(floats[from + c]) }
+        try image.withSamples { memory in
+            let floats = memory.assumingMemoryBound(to: Float.self)
+            let bytes = memory.assumingMemoryBound(to: UInt8.self)
+            for y in 0..<uh {
+                for x in 0..<uw {
+                    let (sx, sy) = storedPixel(x, y, orientation: orientation, width: w, height: h)
+                    let from = (sy * w + sx) * bands
+                    let to = (y * uw + x) * 4
+                    guard isFloat else {
+                        for c in 0..<bands { out[to + c] = bytes[from + c] }
+                        continue
+                    }
+                    if premultiplied && bands == 4 {
+                        let alpha = floats[from + 3]
+                        // libvips leaves alpha within ±0.01 as no colour at all.
+                        let factor = abs(Double(alpha)) < 0.01 ? 0 : Float(255.0 / Double(alpha))
+                        for c in 0..<3 { out[to + c] = byte(factor * floats[from + c]) }
+                        out[to + 3] = byte(alpha)
+                    } else {
+                        for c in 0..<bands { out[to + c] = byte(floats[from + c]) }
+                    }
                 }
             }
         }

@@ -141,9 +141,10 @@ public struct Decode: Sendable {
             // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
             // costs a full-image pass through lcms for nothing.
             let uchar = !cmyk && image.format == VIPS_FORMAT_UCHAR && image.interpretation == VIPS_INTERPRETATION_sRGB
-            let alreadySRGB = uchar && image.profileIsSRGB
+            let profile = image.withProfile(ICCProfile.init)
+            let alreadySRGB = uchar && profile?.isSRGB == true
             let rgb8 = uchar && (image.bands == 3 || image.bands == 4)
-            if rgb8 && !alreadySRGB, let shaper = image.withProfile(ShaperConversion.init(profile:)),
+            if rgb8 && !alreadySRGB, let profile, let shaper = ShaperConversion(profile: profile),
                 let converted = try? shaper.apply(image)
             {
                 // A matrix/TRC profile (Display P3, Adobe RGB…): the same

@@ -62,10 +62,10 @@ struct ICCProfile {
         return nil
     }
 
-    /// Whether a profile describes itself as sRGB (IEC 61966-2.1 and its vendor copies),
+    /// Whether the profile describes itself as sRGB (IEC 61966-2.1 and its vendor copies),
     /// so 8-bit pixels tagged with it are already what the output needs.
-    static func isSRGB(_ profile: UnsafeRawBufferPointer) -> Bool {
-        guard let text = ICCProfile(profile)?.description?.lowercased() else { return false }
+    var isSRGB: Bool {
+        guard let text = description?.lowercased() else { return false }
         return text.contains("srgb") || text.contains("61966-2")
     }
 
@@ -157,13 +157,16 @@ struct ShaperConversion {
     var linear: [Float]
     /// Source linear RGB to sRGB linear RGB, row-major.
     var matrix: [Float]
+    /// libvips's sRGB profile, which the conversion ends in.
+    private let target: Target
 
     /// The tables for `profile`, or nil when it is not a matrix/TRC RGB profile
     /// (lcms then converts) or libvips's sRGB target cannot be read.
-    init?(profile: UnsafeRawBufferPointer) {
-        guard let target = Self.target, let source = ICCProfile(profile)?.matrixShaper,
+    init?(profile: ICCProfile) {
+        guard let target = Self.target, let source = profile.matrixShaper,
             let product = Self.multiply(target.fromXYZ, source.toXYZ)
         else { return nil }
+        self.target = target
         // Real colorants give entries within ±2; anything past ±10 is a crafted
         // or broken profile, left to lcms (and the C tables' 32-bit sums stay safe).
         guard product.allSatisfy({ abs($0) <= 10 }) else { return nil }
@@ -171,10 +174,15 @@ struct ShaperConversion {
         matrix = product.map(Float.init)
     }
 
+    /// The tables for a profile's bytes (see ``init(profile:)``).
+    init?(profile bytes: UnsafeRawBufferPointer) {
+        guard let profile = ICCProfile(bytes) else { return nil }
+        self.init(profile: profile)
+    }
+
     /// Converts `image` (8-bit RGB or RGBA in the source profile) to sRGB.
     func apply(_ image: VImage) throws -> VImage {
-        guard let target = Self.target else { throw VipsError(operation: "shaper", message: "no sRGB target") }
-        return try linear.withUnsafeBufferPointer { linear in
+        try linear.withUnsafeBufferPointer { linear in
             try matrix.withUnsafeBufferPointer { matrix in
                 try target.encode.withUnsafeBufferPointer { encode in
                     try image.derive("icc_transform") {
@@ -231,20 +239,14 @@ struct ShaperConversion {
     }
 
     static func invert(_ m: [Double]) -> [Double]? {
-        let minor0: Double = m[4] * m[8] - m[5] * m[7]
-        let minor1: Double = m[3] * m[8] - m[5] * m[6]
-        let minor2: Double = m[3] * m[7] - m[4] * m[6]
-        let determinant: Double = m[0] * minor0 - m[1] * minor1 + m[2] * minor2
-        guard determinant.isFinite, abs(determinant) > 1e-9 else { return nil }
-        // The adjugate (transposed cofactors) over the determinant.
+        // The cofactor of row r, column c; the inverse is their transpose over the determinant.
         func cofactor(_ r: Int, _ c: Int) -> Double {
-            let rows = [0, 1, 2].filter { $0 != r }
-            let columns = [0, 1, 2].filter { $0 != c }
-            let minor =
-                m[rows[0] * 3 + columns[0]] * m[rows[1] * 3 + columns[1]]
-                - m[rows[0] * 3 + columns[1]] * m[rows[1] * 3 + columns[0]]
-            return (r + c) % 2 == 0 ? minor : -minor
+            let (r1, r2) = ((r + 1) % 3, (r + 2) % 3)
+            let (c1, c2) = ((c + 1) % 3, (c + 2) % 3)
+            return m[r1 * 3 + c1] * m[r2 * 3 + c2] - m[r1 * 3 + c2] * m[r2 * 3 + c1]
         }
+        let determinant = m[0] * cofactor(0, 0) + m[1] * cofactor(0, 1) + m[2] * cofactor(0, 2)
+        guard determinant.isFinite, abs(determinant) > 1e-9 else { return nil }
         return (0..<9).map { cofactor($0 % 3, $0 / 3) / determinant }
     }
 }

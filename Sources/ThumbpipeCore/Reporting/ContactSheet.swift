@@ -236,11 +236,6 @@ public struct ContactSheet: Sendable {
             .replacingOccurrences(of: ">", with: "&gt;")
         try Vips.check(CVipsShim_text(&out, escaped, "sans 9", Int32(width), 72), "text")
         let image = VImage(out!)
-        var size = 0
-        guard let memory = vips_image_write_to_memory(image.pointer, &size) else {
-            throw Vips.takeError(operation: "text")
-        }
-        defer { g_free(memory) }
-        return (image.width, image.height, [UInt8](UnsafeRawBufferPointer(start: memory, count: size)))
+        return (image.width, image.height, try image.withSamples(operation: "text") { [UInt8]($0) })
     }
 }

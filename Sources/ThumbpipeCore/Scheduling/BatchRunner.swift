@@ -392,8 +392,6 @@ public final class BatchRunner: Sendable {
 
     // MARK: - One item
 
-    /// Makes one item ready for the archive: reuses what the plan keeps, has a
-    /// worker make the rest, and puts its store file in place.
     /// One slot's loop: items from the dispenser to the sink, with the next
     /// item's job already queued at the worker while the slot waits for the
     /// one before (so the worker goes from item to item without waiting for
@@ -435,8 +433,6 @@ public final class BatchRunner: Sendable {
         var work: ItemWork?
         var previous: ItemRecord?
         var reused: Result<Data, ItemFailure>?
-        var carried: Bool
-        var needsStore: Bool
         var job: ItemJob
         var ticket: Supervisor.Ticket?
     }
@@ -446,8 +442,9 @@ public final class BatchRunner: Sendable {
         case pending(PendingItem)
     }
 
-    /// Everything before an item's job: items without a photo, or with nothing
-    /// to redo, finish here; the rest have their job submitted.
+    /// Makes one item ready for the archive, in two halves around its job.
+    /// Everything before the job: reuses what the plan keeps; items without a
+    /// photo, or with nothing to redo, finish here; the rest have their job submitted.
     private func prepare(_ index: Int, slot: Int, supervisor: Supervisor) throws -> Prepared {
         let item = manifest.items[index]
         let work = plan?.work[index]
@@ -492,18 +489,19 @@ public final class BatchRunner: Sendable {
         let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
         return .pending(
             PendingItem(
-                index: index, item: item, work: work, previous: previous, reused: reused, carried: carried,
-                needsStore: needsStore, job: job, ticket: ticket))
+                index: index, item: item, work: work, previous: previous, reused: reused, job: job, ticket: ticket))
     }
 
-    /// Everything after an item's job: its outcome to the store file, the
-    /// archive entry and the state record.
+    /// Everything after an item's job: puts its store file in place, makes
+    /// the archive entry and the state record.
     private func complete(_ pending: PendingItem, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
         let (index, item, work, previous, reused) = (
             pending.index, pending.item, pending.work, pending.previous, pending.reused
         )
-        let (carried, needsStore, job) = (pending.carried, pending.needsStore, pending.job)
+        let job = pending.job
         let path = job.source
+        let needsStore = work?.needsStore ?? true
+        let carried = item.carried == .storeFile
         var outcome = ItemOutcome()
         if let ticket = pending.ticket { outcome = try supervisor.outcome(of: ticket, slot: slot) }
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }

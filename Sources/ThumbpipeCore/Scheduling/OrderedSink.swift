@@ -51,8 +51,6 @@ final class Dispenser: @unchecked Sendable {
     /// The lowest position not handed out yet; those above it that were are in `taken`.
     private var cursor = 0
     private var taken = Set<Int>()
-    /// Weights of the positions in the window, computed once each.
-    private var weights: [Int: Int] = [:]
     private var written = 0
     private var stopped = false
     static let lightRun = 1024
@@ -110,10 +108,10 @@ final class Dispenser: @unchecked Sendable {
             return .positions(start..<(start + 1))
         }
         var chosen = start
-        var heaviest = weightOf(start)
+        var heaviest = weight(start)
         for position in (start + 1)..<min(count, written + window) where !taken.contains(position) {
             guard !isLight(position) else { continue }
-            let w = weightOf(position)
+            let w = weight(position)
             if w > heaviest {
                 chosen = position
                 heaviest = w
@@ -123,19 +121,9 @@ final class Dispenser: @unchecked Sendable {
         return .positions(chosen..<(chosen + 1))
     }
 
-    private func weightOf(_ position: Int) -> Int {
-        if let known = weights[position] { return known }
-        let computed = weight(position)
-        weights[position] = computed
-        return computed
-    }
-
     /// Marks `range` handed out and moves the cursor past everything that is.
     private func hand(_ range: Range<Int>) {
-        for position in range {
-            taken.insert(position)
-            weights[position] = nil
-        }
+        taken.formUnion(range)
         while taken.remove(cursor) != nil { cursor += 1 }
     }
 

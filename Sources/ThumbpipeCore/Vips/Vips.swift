@@ -123,9 +123,6 @@ final class VImage: @unchecked Sendable {
         return body(UnsafeRawBufferPointer(start: data, count: length))
     }
 
-    /// Whether the embedded ICC profile calls itself sRGB.
-    var profileIsSRGB: Bool { withProfile(ICCProfile.isSRGB) ?? false }
-
     /// Runs a libvips call that produces a new image, through ``Vips/check(_:_:)``.
     func derive(
         _ operation: String,
@@ -158,16 +155,23 @@ final class VImage: @unchecked Sendable {
         }
     }
 
-    /// Reads an 8-bit, 4-band image's pixels into a buffer (vips_image_write_to_memory).
-    func rgbaPixels() throws -> RGBABuffer {
-        precondition(bands == 4 && format == VIPS_FORMAT_UCHAR, "rgbaPixels needs uchar RGBA")
+    /// Computes every pixel and hands them to `body`, packed row by row
+    /// (vips_image_write_to_memory); the memory is freed when `body` returns.
+    func withSamples<T>(operation: String = "write_to_memory", _ body: (UnsafeRawBufferPointer) throws -> T) throws
+        -> T
+    {
         var size = 0
         guard let memory = vips_image_write_to_memory(pointer, &size) else {
-            throw Vips.takeError(operation: "write_to_memory")
+            throw Vips.takeError(operation: operation)
         }
         defer { g_free(memory) }
-        let pixels = [UInt8](UnsafeRawBufferPointer(start: memory, count: size))
-        return RGBABuffer(width: width, height: height, pixels: pixels)
+        return try body(UnsafeRawBufferPointer(start: memory, count: size))
+    }
+
+    /// Reads an 8-bit, 4-band image's pixels into a buffer.
+    func rgbaPixels() throws -> RGBABuffer {
+        precondition(bands == 4 && format == VIPS_FORMAT_UCHAR, "rgbaPixels needs uchar RGBA")
+        return RGBABuffer(width: width, height: height, pixels: try withSamples { [UInt8]($0) })
     }
 }
 
