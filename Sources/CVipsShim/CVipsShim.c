@@ -447,7 +447,9 @@ int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap) {
     return pass_through(in, out, tap_generate, tap);
 }
 
-int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out) {
+// The block means so far, newly allocated: premultiplied RGBA floats on 0…255,
+// out_width × out_height.
+static float *tap_means(CVipsShimTap *tap) {
     const int f = tap->factor, w = tap->out_width, h = tap->out_height;
     g_mutex_lock(&tap->lock);
     for (int oy = 0; oy < h; oy++) tap_fold(tap, oy);
@@ -465,12 +467,104 @@ int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out) {
             pixel[3] = (float)(sum[3] / n);
         }
     }
-    VipsImage *image = vips_image_new_from_memory_copy(pixels, (size_t)w * h * 4 * sizeof(float), w, h, 4,
-                                                       VIPS_FORMAT_FLOAT);
-    g_free(pixels);
-    if (!image) return -1;
-    image->Type = VIPS_INTERPRETATION_sRGB;
-    *out = image;
+    return pixels;
+}
+
+// MARK: - Lanczos3 on a small image
+
+// The Lanczos3 kernel: sinc(x) sinc(x / 3) within ±3.
+static double lanczos3(double x) {
+    if (x == 0) return 1;
+    if (x <= -3 || x >= 3) return 0;
+    const double px = G_PI * x;
+    return 3 * sin(px) * sin(px / 3) / (px * px);
+}
+
+// One axis of a resample: for each output position, the first input index and
+// `taps` normalised weights (indices past the edges clamped, as libvips's copy
+// extension does).
+typedef struct {
+    int taps;
+    int *first;      // per output position
+    double *weights; // per output position, `taps` weights
+} Axis;
+
+// The axis for output positions [start, start + count) of an input scaled by
+// `scale`: output pixel X samples around input (X + 0.5) / scale
+// − 0.5 (centres aligned); shrinking stretches the kernel by 1 / scale.
+static Axis axis_new(double scale, int start, int count) {
+    const double stretch = scale < 1 ? 1 / scale : 1;
+    const double radius = 3 * stretch;
+    Axis a;
+    a.taps = (int)ceil(2 * radius) + 1;
+    a.first = g_new(int, count);
+    a.weights = g_new0(double, (size_t)count * a.taps);
+    for (int i = 0; i < count; i++) {
+        const double centre = (start + i + 0.5) / scale - 0.5;
+        const int first = (int)ceil(centre - radius);
+        double *w = a.weights + (size_t)i * a.taps, total = 0;
+        for (int t = 0; t < a.taps; t++) {
+            w[t] = lanczos3((first + t - centre) / stretch);
+            total += w[t];
+        }
+        for (int t = 0; t < a.taps; t++) w[t] /= total;
+        a.first[i] = first;
+    }
+    return a;
+}
+
+static void axis_free(Axis *a) {
+    g_free(a->first);
+    g_free(a->weights);
+}
+
+static inline int clamp_index(int i, int size) { return i < 0 ? 0 : i >= size ? size - 1 : i; }
+
+// The window [left, left + width) × [top, top + height) of `in` (RGBA floats,
+// w × h) resampled with Lanczos3 by hscale × vscale, into `out` (RGBA floats,
+// width × height): horizontally over the rows the window needs, then vertically.
+static void lanczos3_window(const float *in, int w, int h, double hscale, double vscale, int left, int top,
+                            int width, int height, float *out) {
+    Axis ax = axis_new(hscale, left, width), ay = axis_new(vscale, top, height);
+    const int row0 = ay.first[0], rows = ay.first[height - 1] + ay.taps - row0;
+    float *across = g_new(float, (size_t)rows * width * 4);
+    for (int r = 0; r < rows; r++) {
+        const float *line = in + (size_t)clamp_index(row0 + r, h) * w * 4;
+        for (int x = 0; x < width; x++) {
+            const double *wt = ax.weights + (size_t)x * ax.taps;
+            double sum[4] = {0, 0, 0, 0};
+            for (int t = 0; t < ax.taps; t++) {
+                const float *p = line + (size_t)clamp_index(ax.first[x] + t, w) * 4;
+                for (int c = 0; c < 4; c++) sum[c] += wt[t] * p[c];
+            }
+            for (int c = 0; c < 4; c++) across[((size_t)r * width + x) * 4 + c] = (float)sum[c];
+        }
+    }
+    for (int y = 0; y < height; y++) {
+        const double *wt = ay.weights + (size_t)y * ay.taps;
+        for (int x = 0; x < width; x++) {
+            double sum[4] = {0, 0, 0, 0};
+            for (int t = 0; t < ay.taps; t++) {
+                const float *p = across + ((size_t)(ay.first[y] + t - row0) * width + x) * 4;
+                for (int c = 0; c < 4; c++) sum[c] += wt[t] * p[c];
+            }
+            for (int c = 0; c < 4; c++) out[((size_t)y * width + x) * 4 + c] = (float)sum[c];
+        }
+    }
+    g_free(across);
+    axis_free(&ax);
+    axis_free(&ay);
+}
+
+int CVipsShim_tap_resample(CVipsShimTap *tap, double hscale, double vscale, int left, int top, int width,
+                           int height, float *out) {
+    if (width < 1 || height < 1 || !(hscale > 0) || !(vscale > 0)) {
+        vips_error("tap", "%s", "bad resample window");
+        return -1;
+    }
+    float *means = tap_means(tap);
+    lanczos3_window(means, tap->out_width, tap->out_height, hscale, vscale, left, top, width, height, out);
+    g_free(means);
     return 0;
 }
 

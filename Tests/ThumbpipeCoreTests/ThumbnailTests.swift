@@ -80,6 +80,39 @@ struct ThumbnailTests {
         #expect(transparentInside > 0, "source transparency kept inside the mask")
     }
 
+    @Test("The tap's Lanczos3: weights sum to one, centres aligned, only the window computed")
+    func tapResample() throws {
+        // A 960×640 ramp in red (0…255 across), flat green and blue, opaque;
+        // tapped in 4×4 blocks (240×160 means), then resampled by 1/3 to 80 wide.
+        let (w, h) = (960, 640)
+        var pixels = [UInt8](repeating: 0, count: w * h * 4)
+        for y in 0..<h {
+            for x in 0..<w {
+                let i = (y * w + x) * 4
+                pixels[i] = UInt8((Double(x) * 255 / Double(w - 1)).rounded())
+                (pixels[i + 1], pixels[i + 2], pixels[i + 3]) = (100, 200, 255)
+            }
+        }
+        let image = try VImage.fromPixels(RGBABuffer(width: w, height: h, pixels: pixels))
+        let tap = try ThumbnailTap(for: image, factor: 4)
+        try withExtendedLifetime(tap) { try ThumbnailTap.drain(tap.tapping(image)) }
+        let scale = 80.0 / 240.0
+        let (left, top, width, height) = (10, 20, 60, 20)
+        let out = try tap.resampled(hscale: scale, vscale: scale, left: left, top: top, width: width, height: height)
+        #expect(out.count == width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let pixel = Array(out[((y * width + x) * 4)..<((y * width + x) * 4 + 4)])
+                // Flat channels stay flat: the weights are normalised.
+                #expect(abs(pixel[1] - 100) < 1e-3 && abs(pixel[2] - 200) < 1e-3 && abs(pixel[3] - 255) < 1e-3)
+                // The ramp is read at the output pixel's centre: source x (X + 0.5) × 12 − 0.5.
+                let centre = (Double(left + x) + 0.5) * 12 - 0.5
+                let expected = centre * 255 / Double(w - 1)
+                #expect(abs(Double(pixel[0]) - expected) < 0.15, "x \(left + x): \(pixel[0]) vs \(expected)")
+            }
+        }
+    }
+
     @Test("Same source, same bytes")
     func deterministic() throws {
         let a = try thumbnail("photos/Nikon-Coolpix-P7000.webp").png

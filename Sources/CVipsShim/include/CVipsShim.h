@@ -130,9 +130,13 @@ void CVipsShim_tap_free(CVipsShimTap *tap);
 /// `out` is `in`, pixel for pixel; every pixel computed through it is added to `tap` once.
 int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap);
 
-/// The block means so far: a ⌈width/factor⌉ × ⌈height/factor⌉ float image of
-/// premultiplied RGBA on 0…255.
-int CVipsShim_tap_image(CVipsShimTap *tap, VipsImage **out);
+/// The tap's block means resampled with Lanczos3 by `hscale × vscale` (as
+/// `vips_resize` would, centres aligned, edges copied), computed only over the
+/// output window [left, left + width) × [top, top + height): premultiplied RGBA
+/// floats, `width × height × 4` of them, into `out`. For a thumbnail's few
+/// thousand pixels, without building a libvips pipeline.
+int CVipsShim_tap_resample(CVipsShimTap *tap, double hscale, double vscale, int left, int top, int width,
+                           int height, float *out);
 
 /// Steps of the linear-light to 8-bit sRGB table of CVipsShim_shaper_to_srgb.
 #define CVIPSSHIM_SHAPER_STEPS 16384

@@ -27,21 +27,26 @@ public struct AspectFillScale: Sendable {
             if alpha {
                 image = try image.derive("premultiply") { CVipsShim_premultiply($0, $1) }
             }
-            return try fill(
-                image, fullWidth: Double(image.width), fullHeight: Double(image.height), scale: 1,
-                orientation: image.orientation, premultiplied: alpha)
+            return try fill(image, orientation: image.orientation, premultiplied: alpha)
         }
     }
 
-    /// Scales, crops and orients a tap's block means (premultiplied RGBA of a
-    /// `fullWidth × fullHeight` source shrunk `factor` times) into canvas-sized RGBA pixels.
-    func apply(tapMeans means: VImage, fullWidth: Int, fullHeight: Int, factor: Int, orientation: Int, format: String)
-        throws(ItemFailure) -> RGBABuffer
-    {
+    /// Scales, crops and orients what a tap gathered of a `fullWidth × fullHeight`
+    /// source into canvas-sized RGBA pixels: its block means resampled with
+    /// Lanczos3 over the crop alone, in the calling thread (a libvips resize
+    /// of these few thousand pixels costs more in building and threads than in sums).
+    func apply(tap: ThumbnailTap, orientation: Int, format: String) throws(ItemFailure) -> RGBABuffer {
         try guarded(format: format) {
-            try fill(
-                means, fullWidth: Double(fullWidth), fullHeight: Double(fullHeight), scale: Double(factor),
-                orientation: orientation, premultiplied: true)
+            let geometry = crop(fullWidth: Double(tap.width), fullHeight: Double(tap.height), orientation: orientation)
+            let means = try tap.resampled(
+                hscale: geometry.hscale * Double(tap.factor), vscale: geometry.vscale * Double(tap.factor),
+                left: geometry.left, top: geometry.top, width: geometry.width, height: geometry.height)
+            let pixels = means.withUnsafeBytes { samples in
+                Self.uprightRGBA(
+                    samples, width: geometry.width, height: geometry.height, bands: 4, isFloat: true,
+                    orientation: orientation, premultiplied: true)
+            }
+            return try checked(pixels)
         }
     }
 
@@ -57,38 +62,47 @@ public struct AspectFillScale: Sendable {
         }
     }
 
-    /// The aspect fill of `image`, whose pixels each stand for `scale × scale`
-    /// pixels of a `fullWidth × fullHeight` source (in stored orientation).
-    /// Works in stored coordinates, where the image is still lazy; the crop is
-    /// placed where the upright centred crop lands, then the canvas-sized
-    /// result is turned upright.
-    private func fill(
-        _ source: VImage, fullWidth w: Double, fullHeight h: Double, scale: Double, orientation: Int,
-        premultiplied: Bool
-    ) throws -> RGBABuffer {
-        var image = source
+    /// Where the aspect fill of a `fullWidth × fullHeight` source (stored
+    /// orientation) lands: the scale that covers the canvas (relative to the
+    /// source) and, in the scaled image, the crop that the upright centred
+    /// crop becomes.
+    private func crop(fullWidth w: Double, fullHeight h: Double, orientation: Int)
+        -> (hscale: Double, vscale: Double, left: Int, top: Int, width: Int, height: Int)
+    {
         let swap = orientation >= 5
         let cropWidth = swap ? height : width
         let cropHeight = swap ? width : height
         let ratio = max(Double(cropWidth) / w, Double(cropHeight) / h)
         let targetWidth = max(cropWidth, Int((w * ratio).rounded()))
         let targetHeight = max(cropHeight, Int((h * ratio).rounded()))
-        let hscale = Double(targetWidth) * scale / w
-        let vscale = Double(targetHeight) * scale / h
-        if abs(hscale - 1) > 1e-12 || abs(vscale - 1) > 1e-12 {
-            image = try image.derive("resize") { CVipsShim_resize($0, $1, hscale, vscale) }
-        }
         let (left, top) = Self.storedCropOrigin(
             orientation: orientation, storedWidth: targetWidth, storedHeight: targetHeight, width: width,
             height: height)
+        return (Double(targetWidth) / w, Double(targetHeight) / h, left, top, cropWidth, cropHeight)
+    }
+
+    /// The aspect fill of a decoded `image` (stored orientation). Works in
+    /// stored coordinates, where the image is still lazy; the crop is placed
+    /// where the upright centred crop lands, then the canvas-sized result is
+    /// turned upright.
+    private func fill(_ source: VImage, orientation: Int, premultiplied: Bool) throws -> RGBABuffer {
+        var image = source
+        let geometry = crop(fullWidth: Double(image.width), fullHeight: Double(image.height), orientation: orientation)
+        if abs(geometry.hscale - 1) > 1e-12 || abs(geometry.vscale - 1) > 1e-12 {
+            image = try image.derive("resize") { CVipsShim_resize($0, $1, geometry.hscale, geometry.vscale) }
+        }
         image = try image.derive("crop") {
-            CVipsShim_crop($0, $1, Int32(left), Int32(top), Int32(cropWidth), Int32(cropHeight))
+            CVipsShim_crop(
+                $0, $1, Int32(geometry.left), Int32(geometry.top), Int32(geometry.width), Int32(geometry.height))
         }
         // The canvas-sized result is small: computed once, then unpremultiplied,
         // made 8-bit RGBA and turned upright here, in one pass (as libvips's
         // unpremultiply, cast, bandjoin and autorot would, without five more
         // operations to build for 6,400 pixels).
-        let pixels = try Self.uprightRGBA(image, orientation: orientation, premultiplied: premultiplied)
+        return try checked(Self.uprightRGBA(image, orientation: orientation, premultiplied: premultiplied))
+    }
+
+    private func checked(_ pixels: RGBABuffer) throws -> RGBABuffer {
         guard pixels.width == width, pixels.height == height else {
             throw ItemFailure(.scale, "scaled to \(pixels.width)×\(pixels.height), expected \(width)×\(height)")
         }
@@ -100,36 +114,47 @@ public struct AspectFillScale: Sendable {
     /// factor of 255 / alpha, none for alpha within ±0.01), samples cut to 0…255 as
     /// `vips_cast` does (truncated), the EXIF `orientation` applied.
     static func uprightRGBA(_ image: VImage, orientation: Int, premultiplied: Bool) throws -> RGBABuffer {
-        let (w, h, bands) = (image.width, image.height, image.bands)
         let isFloat = image.format == VIPS_FORMAT_FLOAT
-        guard bands == 3 || bands == 4, isFloat || image.format == VIPS_FORMAT_UCHAR else {
-            throw VipsError(operation: "scale", message: "unexpected \(bands)-band image of format \(image.format)")
+        guard image.bands == 3 || image.bands == 4, isFloat || image.format == VIPS_FORMAT_UCHAR else {
+            throw VipsError(
+                operation: "scale", message: "unexpected \(image.bands)-band image of format \(image.format)")
         }
+        return try image.withSamples { memory in
+            uprightRGBA(
+                memory, width: image.width, height: image.height, bands: image.bands,
+                isFloat: isFloat, orientation: orientation, premultiplied: premultiplied)
+        }
+    }
+
+    /// The same, for `width × height` pixels of `bands` samples (8-bit or float) in memory.
+    static func uprightRGBA(
+        _ memory: UnsafeRawBufferPointer, width w: Int, height h: Int, bands: Int, isFloat: Bool, orientation: Int,
+        premultiplied: Bool
+    ) -> RGBABuffer {
         let swap = orientation >= 5
         let (uw, uh) = swap ? (h, w) : (w, h)
         var out = [UInt8](repeating: 255, count: uw * uh * 4)
         func byte(_ v: Float) -> UInt8 { v >= 255 ? 255 : v > 0 ? UInt8(v) : 0 }
-        try image.withSamples { memory in
-            let floats = memory.assumingMemoryBound(to: Float.self)
-            let bytes = memory.assumingMemoryBound(to: UInt8.self)
-            for y in 0..<uh {
-                for x in 0..<uw {
-                    let (sx, sy) = storedPixel(x, y, orientation: orientation, width: w, height: h)
-                    let from = (sy * w + sx) * bands
-                    let to = (y * uw + x) * 4
-                    guard isFloat else {
-                        for c in 0..<bands { out[to + c] = bytes[from + c] }
-                        continue
-                    }
-                    if premultiplied && bands == 4 {
-                        let alpha = floats[from + 3]
-                        // libvips leaves alpha within ±0.01 as no colour at all.
-                        let factor = abs(Double(alpha)) < 0.01 ? 0 : Float(255.0 / Double(alpha))
-                        for c in 0..<3 { out[to + c] = byte(factor * floats[from + c]) }
-                        out[to + 3] = byte(alpha)
-                    } else {
-                        for c in 0..<bands { out[to + c] = byte(floats[from + c]) }
-                    }
+        precondition(memory.count >= w * h * bands * (isFloat ? 4 : 1), "fewer samples than pixels")
+        let floats = memory.baseAddress!.assumingMemoryBound(to: Float.self)
+        let bytes = memory.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<uh {
+            for x in 0..<uw {
+                let (sx, sy) = storedPixel(x, y, orientation: orientation, width: w, height: h)
+                let from = (sy * w + sx) * bands
+                let to = (y * uw + x) * 4
+                guard isFloat else {
+                    for c in 0..<bands { out[to + c] = bytes[from + c] }
+                    continue
+                }
+                if premultiplied && bands == 4 {
+                    let alpha = floats[from + 3]
+                    // libvips leaves alpha within ±0.01 as no colour at all.
+                    let factor = abs(Double(alpha)) < 0.01 ? 0 : Float(255.0 / Double(alpha))
+                    for c in 0..<3 { out[to + c] = byte(factor * floats[from + c]) }
+                    out[to + 3] = byte(alpha)
+                } else {
+                    for c in 0..<bands { out[to + c] = byte(floats[from + c]) }
                 }
             }
         }

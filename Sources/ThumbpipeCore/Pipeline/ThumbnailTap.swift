@@ -4,7 +4,7 @@ import CVipsShim
 /// The tap in the store's pixel stream (see ``DecodePlan/tap(factor:)``): an
 /// image that passes its source's pixels through unchanged while adding each
 /// one, once, to `factor × factor` block sums. Once the store has pulled every
-/// pixel, ``blockMeans()`` is the source box-shrunk, premultiplied, ready for
+/// pixel, its block means are the source box-shrunk, premultiplied, ready for
 /// the final resize.
 final class ThumbnailTap {
     private let pointer: OpaquePointer
@@ -31,12 +31,17 @@ final class ThumbnailTap {
         try image.derive("tap") { CVipsShim_tap($0, $1, pointer) }
     }
 
-    /// The block means so far: premultiplied RGBA floats on 0…255.
-    func blockMeans() throws -> VImage {
-        var out: UnsafeMutablePointer<VipsImage>? = nil
-        try Vips.check(CVipsShim_tap_image(pointer, &out), "tap")
-        guard let out else { throw VipsError(operation: "tap", message: "no image") }
-        return VImage(out)
+    /// The block means resampled with Lanczos3 by `hscale × vscale`, over the
+    /// output window at (`left`, `top`) of `width × height`: premultiplied RGBA
+    /// floats on 0…255, row by row.
+    func resampled(hscale: Double, vscale: Double, left: Int, top: Int, width: Int, height: Int) throws -> [Float] {
+        var out = [Float](repeating: 0, count: width * height * 4)
+        let status = out.withUnsafeMutableBufferPointer {
+            CVipsShim_tap_resample(
+                pointer, hscale, vscale, Int32(left), Int32(top), Int32(width), Int32(height), $0.baseAddress)
+        }
+        try Vips.check(status, "tap")
+        return out
     }
 
     /// Pulls every pixel of `image` through, for a thumbnail without a store file.

@@ -53,15 +53,7 @@ public struct Thumbnailer: Sendable {
     /// The PNG thumbnail from a tap the store's pipeline (or a drain) has pulled every pixel through.
     func thumbnail(fromTap tap: ThumbnailTap, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> Data {
         var buffer = try spans.measure(.scale) { () throws(ItemFailure) in
-            let means: VImage
-            do {
-                means = try tap.blockMeans()
-            } catch {
-                throw ItemFailure(.scale, "\(error)")
-            }
-            return try scale.apply(
-                tapMeans: means, fullWidth: tap.width, fullHeight: tap.height, factor: tap.factor,
-                orientation: header.orientation, format: header.format)
+            try scale.apply(tap: tap, orientation: header.orientation, format: header.format)
         }
         spans.measure(.clip) { clip.apply(to: &buffer) }
         return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
