@@ -201,18 +201,34 @@ enum RunCommand {
         let cancel = CancellationFlag()
         signals.forward(to: cancel)
 
+        // The page is drawn on its own thread while the run writes its archive and state.
+        let page = Mutex<String?>(nil)
+        let drawn = DispatchGroup()
         let result = try runner.run(cancel: cancel) { result in
             let report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             try report.write(outputFolder: output)
             try shardInfo?.write(in: output)
+            if !noHTML {
+                drawn.enter()
+                Thread {
+                    let html = HTMLReport.render(justRun: report)
+                    page.withLock { $0 = html }
+                    drawn.leave()
+                }.start()
+            }
         }
         if let log {
             for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
         }
         if !noHTML {
             do {
-                try HTMLReport.write(outputFolder: output)
+                drawn.wait()
+                if let html = page.withLock({ $0 }) {
+                    try HTMLReport.write(html, outputFolder: output)
+                } else {
+                    try HTMLReport.write(outputFolder: output)
+                }
             } catch {
                 terminal.warning("report.html not written: \(error)")
             }

@@ -66,8 +66,23 @@ public enum HTMLReport {
                 thumbnails[item.itemKey] = png
             }
         }
+        return try write(render(report, thumbnails: thumbnails), outputFolder: outputFolder, to: path)
+    }
+
+    /// Renders the report of the run that just ended, with the thumbnails its
+    /// slowest items carry in memory (nothing is read back from disk).
+    public static func render(justRun report: RunReport) -> String {
+        var thumbnails: [String: Data] = [:]
+        for item in report.slowest { thumbnails[item.itemKey] = item.thumbnail }
+        return render(report, thumbnails: thumbnails)
+    }
+
+    /// Writes a rendered page (atomically) to `path`, by default `OUT/.thumbpipe/report.html`.
+    /// - Returns: the path written.
+    @discardableResult
+    public static func write(_ page: String, outputFolder: String, to path: String? = nil) throws -> String {
         let target = path ?? outputFolder + "/.thumbpipe/report.html"
-        try TemporaryFile.write(Data(render(report, thumbnails: thumbnails).utf8), to: target)
+        try TemporaryFile.write(Data(page.utf8), to: target)
         return target
     }
 

@@ -20,12 +20,19 @@ public struct ItemProfile: Sendable, Codable {
     public var stages: [String: Double]
     /// All stages' seconds.
     public var seconds: Double
+    /// The item's thumbnail PNG, kept in memory by the run that made it (for
+    /// its HTML report); never written to the JSON report.
+    public var thumbnail: Data?
 
     public var megapixels: Double { Double(width) * Double(height) / 1e6 }
 
+    private enum CodingKeys: String, CodingKey {
+        case itemKey, itemName, line, position, source, format, width, height, bytes, stages, seconds
+    }
+
     public init(
         itemKey: String, itemName: String, line: Int, position: Int?, source: String, format: String, width: Int,
-        height: Int, bytes: Int64, stages: [String: Double], seconds: Double
+        height: Int, bytes: Int64, stages: [String: Double], seconds: Double, thumbnail: Data? = nil
     ) {
         self.itemKey = itemKey
         self.itemName = itemName
@@ -38,6 +45,7 @@ public struct ItemProfile: Sendable, Codable {
         self.bytes = bytes
         self.stages = stages
         self.seconds = seconds
+        self.thumbnail = thumbnail
     }
 }
 

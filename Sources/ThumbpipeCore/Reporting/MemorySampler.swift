@@ -43,7 +43,12 @@ final class MemorySampler: Sendable {
     /// JPEG run's CPU (`perf`, 40 photos).
     static let proportionalEvery = 20
     private let running = Atomic<Bool>(true)
+    /// Signalled by ``stop()``: the sampling thread sleeps on it, so a stop
+    /// does not wait out the rest of an interval.
+    private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
+    /// Proportional samples taken so far.
+    private let proportionalSamples = Atomic<Int>(0)
     private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
     private let started = Spans.now
     private let workers: @Sendable () -> [pid_t]
@@ -70,7 +75,7 @@ final class MemorySampler: Sendable {
                 if t >= next {
                     next = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
                 }
-                usleep(UInt32(interval * 1e6))
+                _ = wake.wait(timeout: .now() + interval)
             }
             done.signal()
         }
@@ -91,6 +96,7 @@ final class MemorySampler: Sendable {
             $0 + ProcessMemory.proportionalBytes(pid: $1)
         }
         _ = peakProportional.max(total, ordering: .relaxed)
+        proportionalSamples.add(1, ordering: .relaxed)
     }
 
     /// The highest proportional total seen (shared pages counted once).
@@ -111,12 +117,15 @@ final class MemorySampler: Sendable {
     /// Stops sampling; returns the highest total seen and the timeline.
     func stop() -> (peak: Int, timeline: [TimelinePoint]) {
         running.store(false, ordering: .relaxed)
+        wake.signal()
         done.wait()
         // The last point: where the run ended.
         let t = Double(Spans.now - started) / 1e9
         let pids = workers()
         _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: sample(pids)))
-        sampleProportional(pids)
+        // Walking every process's page tables costs milliseconds the run would
+        // wait for: only when the run was too short for a sample after its start.
+        if proportionalSamples.load(ordering: .relaxed) < 2 { sampleProportional(pids) }
         return (peak.load(ordering: .relaxed), points.withLock { $0.list })
     }
 }

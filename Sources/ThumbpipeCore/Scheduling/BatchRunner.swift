@@ -252,6 +252,7 @@ public final class BatchRunner: Sendable {
         }
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
+        defer { supervisor.reapExiting() }
         let items = manifest.items
         let planned = plan?.work
         let dispenser = Dispenser(
@@ -622,7 +623,7 @@ public final class BatchRunner: Sendable {
                     itemKey: item.itemKey, itemName: item.itemName, line: item.line, position: index,
                     source: item.image ?? "",
                     format: header.format, width: header.width, height: header.height, bytes: outcome.bytesRead,
-                    stages: stages, seconds: StageTimings.round(finished.spans.values.reduce(0, +)))
+                    stages: stages, seconds: StageTimings.round(finished.spans.values.reduce(0, +)), thumbnail: png)
             }
             if state != nil {
                 if failure?.transient == true {

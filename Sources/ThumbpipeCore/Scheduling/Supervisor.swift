@@ -124,6 +124,8 @@ final class Supervisor: Sendable {
     private let timeoutSeconds: Double
     /// Live workers by slot, so that a cancel can kill them from any thread.
     private let live = Mutex<[Int: WorkerProcess]>([:])
+    /// Workers told to end and not yet reaped.
+    private let exiting = Mutex<[WorkerProcess]>([])
     /// Sources that crashed a worker in this run, with how it ended.
     private let crashed = Mutex<[String: String]>([:])
     private let cancelled = Atomic<Bool>(false)
@@ -269,6 +271,9 @@ final class Supervisor: Sendable {
     }
 
     /// Ends the workers once the run is over: closing their pipes ends them.
+    /// Does not wait for them to go (a worker takes milliseconds to unmap its
+    /// memory, which the parent spends on the report and archive instead):
+    /// ``reapExiting()`` does.
     func shutDown() {
         let workers = live.withLock { all in
             defer { all.removeAll() }
@@ -277,6 +282,15 @@ final class Supervisor: Sendable {
         for worker in workers {
             if cancelled.load(ordering: .relaxed) { worker.kill() }
             worker.closePipes()
+        }
+        exiting.withLock { $0 += workers }
+    }
+
+    /// Waits for the workers ``shutDown()`` ended.
+    func reapExiting() {
+        let workers = exiting.withLock { all in
+            defer { all.removeAll() }
+            return all
         }
         for worker in workers { _ = worker.reap() }
     }
