@@ -365,10 +365,19 @@ static void tap_fold(CVipsShimTap *tap, int oy) {
     for (int block = 0; block < tap->out_width; block++) {
         int start = block * f, stop = MIN(tap->width, start + f);
         guint64 r = 0, g = 0, b = 0;
-        for (int x = start; x < stop; x++) {
-            r += narrow ? narrow[x * 3] : wide[x * 3];
-            g += narrow ? narrow[x * 3 + 1] : wide[x * 3 + 1];
-            b += narrow ? narrow[x * 3 + 2] : wide[x * 3 + 2];
+        // One loop per width, without a test per sample.
+        if (narrow) {
+            for (const guint16 *p = narrow + start * 3, *end = narrow + stop * 3; p < end; p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+            }
+        } else {
+            for (const guint32 *p = wide + start * 3, *end = wide + stop * 3; p < end; p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+            }
         }
         guint64 *sum = row + (size_t)block * 4;
         sum[0] += r * 255;
