@@ -13,7 +13,7 @@ public struct ItemJob: Sendable, Codable {
     public var makeThumbnail: Bool
     /// Make the store file, under ``temporaryPath``.
     public var makeStore: Bool
-    /// Where the store file is written, flushed and closed; the parent renames it.
+    /// Where the store file is written and closed; the parent flushes and renames it.
     public var temporaryPath: String
     /// Hash the source's content for the incremental state.
     public var hashSource: Bool
@@ -39,7 +39,7 @@ public struct ItemOutcome: Sendable, Codable {
     public var header: SourceHeader?
     /// The thumbnail PNG, when one was asked for and made.
     public var thumbnail: Data?
-    /// Whether the store file was written (flushed and closed) under the job's temporary path.
+    /// Whether the store file was written (and closed) under the job's temporary path.
     public var storeWritten = false
     /// The hash of the written store file.
     public var storeHash: String?
@@ -185,7 +185,7 @@ public struct ItemJobRunner: Sendable {
         }
     }
 
-    /// Writes the store file under the job's temporary path, flushed and closed.
+    /// Writes the store file under the job's temporary path, closed (the parent flushes it).
     /// With `clocks`, the decoding and colour the encoder pulled are split out of the store span.
     private func writeStore(
         _ job: ItemJob, outcome: inout ItemOutcome, spans: inout Spans, clocks: PipelineClocks? = nil,
@@ -195,7 +195,8 @@ public struct ItemJobRunner: Sendable {
             try store.writeTemporary(try decode(), to: job.temporaryPath)
         }
         if let clocks { spans.split(lastOf: .store, into: clocks.parts) }
-        try spans.measure(.write) { try file.flushAndClose() }
+        // Flushed by the parent, which renames it, while this worker goes on.
+        try spans.measure(.write) { try file.closeForCommit() }
         outcome.storeWritten = true
         outcome.storeHash = ContentHash.file(job.temporaryPath)
     }

@@ -49,15 +49,11 @@ public final class TemporaryFile: @unchecked Sendable {
         if descriptor >= 0 { close(descriptor) }
     }
 
-    /// Flushes to disk (fsync) and closes, leaving the file under its temporary
-    /// name for another process to rename with ``commitClosed(_:to:)``.
+    /// Closes the file, leaving it under its temporary name, unflushed, for
+    /// another process to flush and rename with ``commitClosed(_:to:)``: the
+    /// writer (a worker) goes on to its next item while the disk catches up.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
-    public func flushAndClose() throws {
-        if fsync(descriptor) != 0 {
-            let reason = ThumbpipeError.errnoText()
-            discard()
-            throw ThumbpipeError(.ioError, "\(path): flush failed: \(reason)")
-        }
+    public func closeForCommit() throws {
         let fd = descriptor
         descriptor = -1
         if close(fd) != 0 {
@@ -67,10 +63,19 @@ public final class TemporaryFile: @unchecked Sendable {
         }
     }
 
-    /// Renames a flushed, closed temporary onto `finalPath` in the same folder.
-    /// A symlink at `finalPath` is replaced, not followed.
+    /// Flushes a closed temporary to disk (fsync) and renames it onto
+    /// `finalPath` in the same folder. A symlink at `finalPath` is replaced,
+    /// not followed.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
     public static func commitClosed(_ temporaryPath: String, to finalPath: String) throws {
+        let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 || fsync(fd) != 0 {
+            let reason = ThumbpipeError.errnoText()
+            if fd >= 0 { close(fd) }
+            unlink(temporaryPath)
+            throw ThumbpipeError(.ioError, "\(temporaryPath): flush failed: \(reason)")
+        }
+        close(fd)
         if rename(temporaryPath, finalPath) != 0 {
             let reason = ThumbpipeError.errnoText()
             unlink(temporaryPath)
