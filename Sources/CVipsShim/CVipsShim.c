@@ -254,6 +254,7 @@ struct CVipsShimTap {
     int width, height, bands, factor;
     int out_width, out_height;
     guint64 *sums;            // out_width × out_height × 4: Σ c·a for c = R, G, B, then Σ a
+    size_t sums_capacity;     // how many the array holds (a reused one may hold more)
     unsigned char *rows_done; // per input row, once accumulated by a full-width strip
     unsigned char *pixels_done; // per input pixel, for other rectangles (allocated when first needed)
     // 3-band images, full-width rows: per block row, the column sums of its rows
@@ -264,6 +265,45 @@ struct CVipsShimTap {
     GMutex lock;
 };
 
+// The block sums of the last tap freed, kept for the next: a worker taps one
+// image after another, and a fresh array (about 1 MB for a 12 Mpx photo) is a
+// fresh mapping whose every page faults in again. Up to 32 MB is kept.
+G_LOCK_DEFINE_STATIC(spare_sums);
+static guint64 *spare_sums = NULL;
+static size_t spare_count = 0;
+#define SPARE_SUMS_MAX ((size_t)32 << 20)
+
+static guint64 *sums_new(size_t count, size_t *capacity) {
+    guint64 *sums = NULL;
+    G_LOCK(spare_sums);
+    if (spare_sums && spare_count >= count) {
+        sums = spare_sums;
+        *capacity = spare_count;
+        spare_sums = NULL;
+    }
+    G_UNLOCK(spare_sums);
+    if (!sums) {
+        *capacity = count;
+        return g_new0(guint64, count);
+    }
+    memset(sums, 0, count * sizeof(guint64));
+    return sums;
+}
+
+static void sums_free(guint64 *sums, size_t capacity) {
+    if (capacity * sizeof(guint64) <= SPARE_SUMS_MAX) {
+        G_LOCK(spare_sums);
+        if (!spare_sums || spare_count < capacity) {
+            guint64 *old = spare_sums;
+            spare_sums = sums;
+            spare_count = capacity;
+            sums = old;
+        }
+        G_UNLOCK(spare_sums);
+    }
+    g_free(sums);
+}
+
 CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
     if (width < 1 || height < 1 || (bands != 3 && bands != 4) || factor < 1) return NULL;
     CVipsShimTap *tap = g_new0(CVipsShimTap, 1);
@@ -273,7 +313,7 @@ CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
     tap->factor = factor;
     tap->out_width = (width + factor - 1) / factor;
     tap->out_height = (height + factor - 1) / factor;
-    tap->sums = g_new0(guint64, (size_t)tap->out_width * tap->out_height * 4);
+    tap->sums = sums_new((size_t)tap->out_width * tap->out_height * 4, &tap->sums_capacity);
     tap->rows_done = g_new0(unsigned char, height);
     tap->column_sums = g_new0(void *, tap->out_height);
     tap->rows_in_block = g_new0(int, tap->out_height);
@@ -283,7 +323,7 @@ CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor) {
 
 void CVipsShim_tap_free(CVipsShimTap *tap) {
     if (!tap) return;
-    g_free(tap->sums);
+    sums_free(tap->sums, tap->sums_capacity);
     g_free(tap->rows_done);
     g_free(tap->pixels_done);
     for (int i = 0; i < tap->out_height; i++) g_free(tap->column_sums[i]);

@@ -90,7 +90,10 @@ public struct ContentHash {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var state = Streaming()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        // 64 KB: below malloc's mmap threshold (see ``Allocator``), so the same
+        // heap memory serves every call; a 1 MB buffer was a fresh mapping, 256
+        // page faults, each time (twice an item).
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
