@@ -38,17 +38,22 @@ final class MemorySampler: Sendable {
     static let maxPoints = 600
     private let peak = Atomic<Int>(0)
     private let peakProportional = Atomic<Int>(0)
-    /// Every this many samples (once a second), the proportional sizes too:
-    /// reading them walks the page tables, which every 200 ms cost 1.6 % of a
-    /// JPEG run's CPU (`perf`, 40 photos).
+    /// At most every this many samples (once a second), the proportional sizes
+    /// too, and only when the resident total is a new high (2 % over the total
+    /// at the last proportional sample; the first sample always): reading them
+    /// walks every process's page tables (7.5 ms for a parent and two workers),
+    /// which once a second cost 0.3 % of a JPEG run's CPU (`perf`, 40 photos)
+    /// and every 200 ms 1.6 %. Shared pages make the proportional total at most
+    /// the resident one, so its peak is taken where the resident total peaks.
     static let proportionalEvery = 20
+    static let proportionalRise = 1.02
     private let running = Atomic<Bool>(true)
     /// Signalled by ``stop()``: the sampling thread sleeps on it, so a stop
     /// does not wait out the rest of an interval.
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    /// Proportional samples taken so far.
-    private let proportionalSamples = Atomic<Int>(0)
+    /// The resident total when the proportional sizes were last read (-1: never).
+    private let proportionalAt = Atomic<Int>(-1)
     private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
     private let started = Spans.now
     private let workers: @Sendable () -> [pid_t]
@@ -69,7 +74,7 @@ final class MemorySampler: Sendable {
             while running.load(ordering: .relaxed) {
                 let pids = workers()
                 let total = sample(pids)
-                if count % Self.proportionalEvery == 0 { sampleProportional(pids) }
+                if count % Self.proportionalEvery == 0 { sampleProportionalIfHigher(pids, resident: total) }
                 count += 1
                 let t = Double(Spans.now - started) / 1e9
                 if t >= next {
@@ -91,12 +96,15 @@ final class MemorySampler: Sendable {
         return total
     }
 
-    private func sampleProportional(_ workers: [pid_t]) {
+    /// Reads the proportional sizes when `resident` is a new high (see ``proportionalRise``).
+    private func sampleProportionalIfHigher(_ workers: [pid_t], resident: Int) {
+        let last = proportionalAt.load(ordering: .relaxed)
+        guard last < 0 || Double(resident) > Double(last) * Self.proportionalRise else { return }
+        proportionalAt.store(resident, ordering: .relaxed)
         let total = workers.reduce(ProcessMemory.proportionalBytes(pid: getpid())) {
             $0 + ProcessMemory.proportionalBytes(pid: $1)
         }
         _ = peakProportional.max(total, ordering: .relaxed)
-        proportionalSamples.add(1, ordering: .relaxed)
     }
 
     /// The highest proportional total seen (shared pages counted once).
@@ -122,10 +130,9 @@ final class MemorySampler: Sendable {
         // The last point: where the run ended.
         let t = Double(Spans.now - started) / 1e9
         let pids = workers()
-        _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: sample(pids)))
-        // Walking every process's page tables costs milliseconds the run would
-        // wait for: only when the run was too short for a sample after its start.
-        if proportionalSamples.load(ordering: .relaxed) < 2 { sampleProportional(pids) }
+        let total = sample(pids)
+        _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
+        sampleProportionalIfHigher(pids, resident: total)
         return (peak.load(ordering: .relaxed), points.withLock { $0.list })
     }
 }
