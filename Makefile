@@ -90,7 +90,8 @@ bench-archive: deps
 	Benchmarks/archive.sh
 
 # The throughput benchmark: thumbpipe side by side with pyvips, the vips CLI pair,
-# ImageMagick and the store-only floor, on 200+ generated 8-24 Mpx photos.
+# ImageMagick and the store-only floor, on 200 generated 8-24 Mpx JPEGs, then with
+# pyvips and the floor on the PNG and HEIC sets; three rounds each.
 BENCH_PY = Benchmarks/work/venv/bin/python
 bench: deps
 	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
@@ -99,4 +100,6 @@ bench: deps
 	@python3 -c "import venv" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(BENCH_PY) || { python3 -m venv Benchmarks/work/venv && $(BENCH_PY) -m pip install -q pyvips; }
 	$(SWIFT) build -c release
-	$(BENCH_PY) Benchmarks/bench.py --memory --incremental
+	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 3 --memory --incremental
+	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
+	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
