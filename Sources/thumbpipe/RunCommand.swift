@@ -207,12 +207,12 @@ enum RunCommand {
         let result = try runner.run(cancel: cancel) { result in
             let report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            try report.write(outputFolder: output)
+            let json = try report.write(outputFolder: output)
             try shardInfo?.write(in: output)
             if !noHTML {
                 drawn.enter()
                 Thread {
-                    let html = HTMLReport.render(justRun: report)
+                    let html = try? HTMLReport.render(justRun: report, written: json)
                     page.withLock { $0 = html }
                     drawn.leave()
                 }.start()

@@ -69,12 +69,14 @@ public enum HTMLReport {
         return try write(render(report, thumbnails: thumbnails), outputFolder: outputFolder, to: path)
     }
 
-    /// Renders the report of the run that just ended, with the thumbnails its
-    /// slowest items carry in memory (nothing is read back from disk).
-    public static func render(justRun report: RunReport) -> String {
+    /// Renders the report of the run that just ended from the JSON it wrote
+    /// (so the page is the one ``write(outputFolder:to:)`` would draw from the
+    /// file, figures rounded alike), with the thumbnails its slowest items carry
+    /// in memory: nothing is read back from disk.
+    public static func render(justRun report: RunReport, written json: Data) throws -> String {
         var thumbnails: [String: Data] = [:]
         for item in report.slowest { thumbnails[item.itemKey] = item.thumbnail }
-        return render(report, thumbnails: thumbnails)
+        return render(try RunReport.decoded(json), thumbnails: thumbnails)
     }
 
     /// Writes a rendered page (atomically) to `path`, by default `OUT/.thumbpipe/report.html`.
@@ -120,7 +122,10 @@ public enum HTMLReport {
     }
 
     static func stageBar(_ r: RunReport) -> String {
-        let stages = r.stages.sorted { $0.value.totalSeconds > $1.value.totalSeconds }
+        // Longest first; equal times by name, so the page does not follow a dictionary's order.
+        let stages = r.stages.sorted {
+            ($0.value.totalSeconds, $1.key) > ($1.value.totalSeconds, $0.key)
+        }
         let total = stages.reduce(0) { $0 + $1.value.totalSeconds }
         var chart = SVGChart(width: 1000, height: 80)
         var x = chart.left

@@ -138,15 +138,22 @@ public struct RunReport: Sendable, Codable {
             throw ThumbpipeError(.noInput, "\(path): cannot read")
         }
         do {
-            return try JSONDecoder().decode(RunReport.self, from: data)
+            return try decoded(data)
         } catch {
             throw ThumbpipeError(.dataError, "\(path): not a thumbpipe report (\(error))")
         }
     }
 
+    /// A report from the JSON ``write(outputFolder:)`` wrote.
+    public static func decoded(_ data: Data) throws -> RunReport {
+        try JSONDecoder().decode(RunReport.self, from: data)
+    }
+
     /// Writes the report atomically to `OUT/.thumbpipe/report.json`.
+    /// - Returns: the JSON written (the report as a reader will see it, figures rounded).
     /// - Throws: ``ThumbpipeError`` (74) when it cannot be written.
-    public func write(outputFolder: String) throws {
+    @discardableResult
+    public func write(outputFolder: String) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data: Data
@@ -157,6 +164,7 @@ public struct RunReport: Sendable, Codable {
         }
         try TemporaryFile.write(data + Data("\n".utf8), to: outputFolder + "/.thumbpipe/report.json")
         try keepHistory(data + Data("\n".utf8), outputFolder: outputFolder)
+        return data
     }
 
     /// How many earlier reports `.thumbpipe/reports/` keeps.
