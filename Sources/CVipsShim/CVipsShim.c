@@ -155,20 +155,12 @@ int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscal
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
 }
 
-int CVipsShim_reduce(VipsImage *in, VipsImage **out, double hshrink, double vshrink) {
-    return vips_reduce(in, out, hshrink, vshrink, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
-}
-
 int CVipsShim_autorot(VipsImage *in, VipsImage **out) {
     return vips_autorot(in, out, NULL);
 }
 
 int CVipsShim_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
     return vips_crop(in, out, left, top, width, height, NULL);
-}
-
-int CVipsShim_copy(VipsImage *in, VipsImage **out) {
-    return vips_copy(in, out, NULL);
 }
 
 int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
@@ -472,9 +464,10 @@ static int tap_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *
     return 0;
 }
 
-// An image that is `in`, pixel for pixel, computed by `generate` (which also
-// looks at the pixels going by) with `client` as its second argument.
-static int pass_through(VipsImage *in, VipsImage **out, VipsGenerateFn generate, void *client) {
+// An image of `in`'s size and format, computed strip by strip from `in` by
+// `generate` (with `client` as its second argument), keeping `in` alive as long
+// as itself: the tap and the clocks pass the pixels through, the shaper converts them.
+static int strip_image(VipsImage *in, VipsImage **out, VipsGenerateFn generate, void *client) {
     VipsImage *image = vips_image_new();
     if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
         vips_image_generate(image, vips_start_one, generate, vips_stop_one, in, client)) {
@@ -482,7 +475,7 @@ static int pass_through(VipsImage *in, VipsImage **out, VipsGenerateFn generate,
         return -1;
     }
     // The output reads from `in`: keep it alive as long as the output.
-    g_object_set_data_full(G_OBJECT(image), "thumbpipe-pass-through-input", g_object_ref(in), g_object_unref);
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-strip-input", g_object_ref(in), g_object_unref);
     *out = image;
     return 0;
 }
@@ -493,7 +486,7 @@ int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap) {
         vips_error("tap", "%s", "the tap needs the 8-bit image it was made for");
         return -1;
     }
-    return pass_through(in, out, tap_generate, tap);
+    return strip_image(in, out, tap_generate, tap);
 }
 
 // The block means so far, newly allocated: premultiplied RGBA floats on 0…255,
@@ -698,10 +691,8 @@ int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear
                 shaper->terms[o][c][v] = (gint32)lrint((double)matrix[o * 3 + c] * linear[c * 256 + v] *
                                                        (CVIPSSHIM_SHAPER_STEPS - 1) * 256.0);
     memcpy(shaper->encode, encode, sizeof shaper->encode);
-    VipsImage *image = vips_image_new();
-    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
-        vips_image_generate(image, vips_start_one, shaper_generate, vips_stop_one, in, shaper)) {
-        g_object_unref(image);
+    VipsImage *image;
+    if (strip_image(in, &image, shaper_generate, shaper)) {
         g_free(shaper);
         return -1;
     }
@@ -709,7 +700,6 @@ int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear
     // The pixels are sRGB now: the source's profile would describe them wrongly.
     vips_image_remove(image, VIPS_META_ICC_NAME);
     g_object_set_data_full(G_OBJECT(image), "thumbpipe-shaper", shaper, g_free);
-    g_object_set_data_full(G_OBJECT(image), "thumbpipe-shaper-input", g_object_ref(in), g_object_unref);
     *out = image;
     return 0;
 }
@@ -752,5 +742,5 @@ static int timer_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean
 }
 
 int CVipsShim_timer(VipsImage *in, VipsImage **out, int64_t *nanoseconds) {
-    return pass_through(in, out, timer_generate, nanoseconds);
+    return strip_image(in, out, timer_generate, nanoseconds);
 }

@@ -66,18 +66,11 @@ int CVipsShim_premultiply(VipsImage *in, VipsImage **out);
 /// vips_resize with the Lanczos3 kernel; separate horizontal and vertical scales.
 int CVipsShim_resize(VipsImage *in, VipsImage **out, double hscale, double vscale);
 
-/// vips_reduce with the Lanczos3 kernel (a pure kernel reduction, no box
-/// pre-shrink); used to build reference images.
-int CVipsShim_reduce(VipsImage *in, VipsImage **out, double hshrink, double vshrink);
-
 /// vips_autorot: applies and clears the EXIF orientation.
 int CVipsShim_autorot(VipsImage *in, VipsImage **out);
 
 /// vips_crop.
 int CVipsShim_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
-
-/// vips_copy.
-int CVipsShim_copy(VipsImage *in, VipsImage **out);
 
 /// vips_pngsave_buffer, no metadata, no interlace.
 int CVipsShim_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression);
