@@ -68,14 +68,10 @@ public final class TemporaryFile: @unchecked Sendable {
     /// not followed.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
     public static func commitClosed(_ temporaryPath: String, to finalPath: String) throws {
-        let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 || fsync(fd) != 0 {
-            let reason = ThumbpipeError.errnoText()
-            if fd >= 0 { close(fd) }
+        if let reason = flush(temporaryPath, flags: O_RDONLY | O_NOFOLLOW) {
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(temporaryPath): flush failed: \(reason)")
         }
-        close(fd)
         if rename(temporaryPath, finalPath) != 0 {
             let reason = ThumbpipeError.errnoText()
             unlink(temporaryPath)
@@ -151,11 +147,15 @@ public final class TemporaryFile: @unchecked Sendable {
 
     /// Flushes a folder's entries (fsync on the directory), so renames survive power loss.
     public static func syncFolder(_ folder: String) {
-        let fd = open(folder, O_RDONLY | O_DIRECTORY)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
+        _ = flush(folder, flags: O_RDONLY | O_DIRECTORY)
+    }
+
+    /// Opens `path` with `flags` and fsyncs it: nil when done, else why not.
+    private static func flush(_ path: String, flags: Int32) -> String? {
+        let fd = open(path, flags | O_CLOEXEC)
+        guard fd >= 0 else { return ThumbpipeError.errnoText() }
+        defer { close(fd) }
+        return fsync(fd) == 0 ? nil : ThumbpipeError.errnoText()
     }
 
     /// Removes temporaries a killed run left in `folder`.
