@@ -45,6 +45,15 @@ import ThumbpipeTestSupport
     }
 }
 
+extension Dispenser {
+    /// The next positions, waiting while the window is full; nil when every
+    /// position was handed out or the run stopped.
+    func next() -> Range<Int>? {
+        if case .positions(let range) = take(waiting: true) { return range }
+        return nil
+    }
+}
+
 extension Dispenser.Handout {
     var isFull: Bool {
         if case .full = self { return true }

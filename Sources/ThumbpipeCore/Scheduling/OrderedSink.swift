@@ -65,13 +65,6 @@ final class Dispenser: @unchecked Sendable {
         self.weight = weight
     }
 
-    /// The next positions to work on (one, or a run of light items), waiting
-    /// while the window is full; nil when every position was handed out or the run stopped.
-    func next() -> Range<Int>? {
-        if case .positions(let range) = take(waiting: true) { return range }
-        return nil
-    }
-
     /// What ``take(waiting:)`` hands out.
     enum Handout {
         case positions(Range<Int>)
