@@ -1,6 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The source revision `thumbpipe --version` names; the Makefile passes `git describe`.
+let revision = (Context.environment["THUMBPIPE_REVISION"] ?? "unknown").filter {
+    $0.isLetter || $0.isNumber || "-._+".contains($0)
+}
+
 // MARK: - C libraries
 
 let cLibraries: [Target] = [
@@ -23,6 +28,11 @@ let cLibraries: [Target] = [
         // GModule (part of GLib, which libvips needs) loads libvips modules one by one.
         linkerSettings: [.linkedLibrary("gmodule-2.0")]
     ),
+    // The build's source revision, for --version (a define only C can take).
+    .target(
+        name: "CBuildInfo",
+        cSettings: [.define("THUMBPIPE_REVISION", to: "\"\(revision)\"")]
+    ),
 ]
 
 // MARK: - Library and command-line tool
@@ -30,7 +40,7 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim", "CSQLite"]
+        dependencies: ["CVips", "CVipsShim", "CSQLite", "CBuildInfo"]
     ),
     .executableTarget(
         name: "thumbpipe",
@@ -96,6 +106,6 @@ let swiftSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 for target in package.targets where target.type != .system {
-    if target.name == "CVipsShim" || target.name == "CReferenceVips" { continue }
+    if ["CVipsShim", "CReferenceVips", "CBuildInfo"].contains(target.name) { continue }
     target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
 }

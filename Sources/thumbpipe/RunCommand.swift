@@ -19,7 +19,8 @@ enum RunCommand {
           -o, --output DIR          output folder (default: out)
           -r, --recursive           with DIR: its sub-folders too
           --ext LIST                with DIR: only files with these extensions
-          --pipeline NAME|FILE      pipeline settings (default: homepwner, from pipelines/)
+          --pipeline NAME|FILE      pipeline settings (default: homepwner; see
+                                    'thumbpipe pipeline --help' for where NAME is found)
           -j, --jobs N              worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
           --width PT, --height PT   thumbnail canvas in points
           --scale S                 pixels per point
@@ -69,7 +70,7 @@ enum RunCommand {
         let signals = SignalCatcher([SIGINT, SIGTERM])
         guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "out"
-        let pipelineName = try args.option("--pipeline") ?? "homepwner"
+        let pipelineName = try args.option("--pipeline") ?? PipelineCatalog.defaultName
         let tracePath = try args.option("--trace")
         let force = args.flag("--force")
         let dryRun = args.flag("--dry-run")
@@ -113,7 +114,7 @@ enum RunCommand {
                     : "run takes one MANIFEST, got \(positionals.count)")
         }
 
-        var settings = try PipelineSettings.load(path: try PipelineSettings.locate(pipelineName))
+        var settings = try PipelineCatalog().resolve(pipelineName).settings
         for (key, original) in overrides {
             var value = original
             if key == "store.quality" {

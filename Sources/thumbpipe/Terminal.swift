@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ThumbpipeCore
 
 /// stderr output: diagnostics, and a progress bar only on a terminal.
 final class Terminal: Sendable {
@@ -95,6 +96,22 @@ final class Terminal: Sendable {
 /// Standard output, for data and help.
 func printOut(_ text: String) {
     writeAll(1, text + "\n")
+}
+
+/// Writes data a command was asked for to standard output.
+/// - Throws: ``ThumbpipeError`` (74) when it cannot all be written (a full disk,
+///   a closed descriptor): the output a user asked for never ends silently short.
+func writeOut(_ text: String) throws {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, bytes.count - offset) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else {
+            throw ThumbpipeError(.ioError, "cannot write to standard output: \(ThumbpipeError.errnoText())")
+        }
+        offset += n
+    }
 }
 
 /// Writes all of `text` to `fd`; a closed descriptor or a reader that went away

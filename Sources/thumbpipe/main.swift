@@ -14,6 +14,7 @@ let usage = """
       thumbpipe contact-sheet ARCHIVE [-o SHEET.png]
       thumbpipe merge PART... -o OUT
       thumbpipe report OUT [-o FILE]
+      thumbpipe pipeline show [NAME|FILE] | list
       thumbpipe --help | --version
       thumbpipe COMMAND --help
 
@@ -26,6 +27,7 @@ let usage = """
       contact-sheet  draw all thumbnails of an items.archive in a grid, named
       merge     join the partial outputs of 'run --shard K/N' into one output
       report    draw a run's report as one self-contained HTML page with charts
+      pipeline  print a pipeline's effective settings, or list the pipelines
 
     EXIT STATUS:
       0 all items done   1 some items failed   64 bad command line
@@ -47,7 +49,7 @@ func main() -> Int32 {
             printOut(usage)
             return 0
         case "--version", "-V", "version":
-            printOut("thumbpipe \(RunReport.version)")
+            try writeOut(BuildInfo.description + "\n")
             return 0
         case "run": return try RunCommand.main(arguments, terminal: terminal)
         case "inspect": return try InspectCommand.main(arguments)
@@ -56,8 +58,11 @@ func main() -> Int32 {
         case "merge": return try MergeCommand.main(arguments, terminal: terminal)
         case "report": return try ReportCommand.main(arguments, terminal: terminal)
         case "scan": return try ScanCommand.main(arguments, terminal: terminal)
+        case "pipeline": return try PipelineCommand.main(arguments, terminal: terminal)
         default:
-            let commands = ["run", "scan", "inspect", "extract", "contact-sheet", "merge", "report", "help"]
+            let commands = [
+                "run", "scan", "inspect", "extract", "contact-sheet", "merge", "report", "pipeline", "help",
+            ]
             let hint = Suggestion.closest(to: command, in: commands).map { "; did you mean '\($0)'?" } ?? ""
             throw ThumbpipeError(.usage, "unknown command '\(command)'\(hint) (see 'thumbpipe --help')")
         }

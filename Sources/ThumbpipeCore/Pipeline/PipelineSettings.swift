@@ -107,37 +107,6 @@ public struct PipelineSettings: Sendable, Equatable, Codable {
 }
 
 extension PipelineSettings {
-    /// Finds a pipeline by name (`pipelines/NAME.json` next to the working directory
-    /// or the executable) or by path.
-    /// - Throws: ``ThumbpipeError`` (66) when no such pipeline exists.
-    public static func locate(_ nameOrPath: String) throws -> String {
-        if nameOrPath.hasSuffix(".json") || nameOrPath.contains("/") {
-            guard FileManager.default.fileExists(atPath: nameOrPath) else {
-                throw ThumbpipeError(.noInput, "\(nameOrPath): pipeline file not found")
-            }
-            return nameOrPath
-        }
-        var folders: [String] = []
-        if let env = ProcessInfo.processInfo.environment["THUMBPIPE_PIPELINES"] { folders.append(env) }
-        folders.append(FileManager.default.currentDirectoryPath + "/pipelines")
-        // The repository's pipelines/ from a build under .build/<config>/.
-        // The executable as the kernel knows it: argv[0] may be a bare name found on PATH.
-        var exe = URL(fileURLWithPath: RunOptions.currentExecutable).resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        for _ in 0..<4 {
-            folders.append(exe.appendingPathComponent("pipelines").path)
-            exe = exe.deletingLastPathComponent()
-        }
-        for folder in folders {
-            let candidate = folder + "/" + nameOrPath + ".json"
-            if FileManager.default.fileExists(atPath: candidate) { return candidate }
-        }
-        throw ThumbpipeError(
-            .noInput,
-            "pipeline '\(nameOrPath)' not found (looked for \(nameOrPath).json in ./pipelines; pass a path to use another)"
-        )
-    }
-
     /// Loads a pipeline file. Missing settings keep their seed values.
     /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) with the line of a wrong setting.
     public static func load(path: String) throws -> PipelineSettings {
@@ -161,10 +130,9 @@ extension PipelineSettings {
     }
 
     private mutating func apply(_ root: JSONValue, file: String) throws {
-        guard case .object(let sections, let rootLine) = root else {
+        guard case .object(let sections, _) = root else {
             throw ThumbpipeError.data(file, 1, "a pipeline file must be a JSON object")
         }
-        _ = rootLine
         for section in sections {
             guard case .object(let members, _) = section.value else {
                 if section.key == "name", case .string(let s) = section.value {
@@ -304,27 +272,5 @@ extension PipelineSettings {
         guard ManifestItem.isSafeKey(archive.fileName) else {
             throw bad("archive.fileName '\(archive.fileName)' is not a safe file name")
         }
-    }
-
-    /// The settings as a JSON-ready dictionary, for the report.
-    public var summary: [String: Any] {
-        [
-            "name": name,
-            "thumbnail": [
-                "width": thumbnail.width, "height": thumbnail.height, "scale": thumbnail.scale,
-                "cornerRadius": thumbnail.cornerRadius, "format": thumbnail.format,
-                "pixelWidth": thumbnail.pixelWidth, "pixelHeight": thumbnail.pixelHeight,
-            ] as [String: Any],
-            "store": [
-                "format": store.format, "quality": store.quality, "orientation": store.orientation.rawValue,
-                "keepMetadata": store.keepMetadata, "optimizeCoding": store.optimizeCoding,
-            ] as [String: Any],
-            "archive": ["className": archive.className, "fileName": archive.fileName],
-            "limits": [
-                "maxPixels": limits.maxPixels, "failOn": limits.failOn.rawValue, "maxFileBytes": limits.maxFileBytes,
-                "timeoutSeconds": limits.timeoutSeconds, "workerMemoryBytes": limits.workerMemoryBytes,
-                "formats": limits.formats,
-            ] as [String: Any],
-        ]
     }
 }

@@ -1,0 +1,112 @@
+import Foundation
+
+/// Where `--pipeline NAME` finds its settings: pipeline files in a fixed list of
+/// folders, then the pipelines compiled into the binary.
+///
+/// The folders, in order: `./pipelines`, `$THUMBPIPE_PIPELINES`,
+/// `$XDG_CONFIG_HOME/thumbpipe/pipelines` (default `~/.config/thumbpipe/pipelines`),
+/// `/etc/thumbpipe/pipelines`, and `<prefix>/share/thumbpipe/pipelines` of the
+/// installed binary (`<prefix>/bin/thumbpipe`). The first `NAME.json` found wins;
+/// a name no folder holds falls back to a built-in pipeline (`homepwner`), so the
+/// binary works alone, from any folder.
+public struct PipelineCatalog: Sendable {
+    /// The folders searched, in order.
+    public var folders: [String]
+
+    /// The pipelines every build carries: `homepwner` is the seed's defaults.
+    public static let builtIn: [String: PipelineSettings] = ["homepwner": PipelineSettings()]
+
+    /// The name `run` uses without `--pipeline`.
+    public static let defaultName = "homepwner"
+
+    /// The catalog for this process: its working folder, environment and executable.
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        workingFolder: String = FileManager.default.currentDirectoryPath,
+        executable: String = RunOptions.currentExecutable
+    ) {
+        var folders = [workingFolder + "/pipelines"]
+        if let env = environment["THUMBPIPE_PIPELINES"], !env.isEmpty { folders.append(env) }
+        let configHome =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.config")
+        folders.append(configHome + "/thumbpipe/pipelines")
+        folders.append("/etc/thumbpipe/pipelines")
+        // <prefix>/bin/thumbpipe → <prefix>/share/thumbpipe/pipelines
+        let prefix = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        folders.append(prefix.appendingPathComponent("share/thumbpipe/pipelines").path)
+        var seen = Set<String>()
+        self.folders = folders.filter { seen.insert(URL(fileURLWithPath: $0).standardizedFileURL.path).inserted }
+    }
+
+    /// A catalog over exactly these folders (for tests).
+    public init(folders: [String]) { self.folders = folders }
+
+    /// Where a pipeline's settings came from.
+    public enum Origin: Sendable, Equatable, CustomStringConvertible {
+        /// A pipeline file.
+        case file(String)
+        /// Compiled into the binary.
+        case builtIn
+
+        public var description: String {
+            switch self {
+            case .file(let path): path
+            case .builtIn: "built in"
+            }
+        }
+    }
+
+    /// Resolves `--pipeline NAME|FILE`: a value with a `/` or ending in `.json` is a
+    /// path; anything else a name looked up in ``folders``, then among the built-ins.
+    /// - Returns: the settings (validated) and where they came from.
+    /// - Throws: ``ThumbpipeError``: 66 when nothing has that name (the message lists
+    ///   every folder tried), 65 for a pipeline file with a wrong setting.
+    public func resolve(_ nameOrPath: String) throws -> (settings: PipelineSettings, origin: Origin) {
+        if nameOrPath.hasSuffix(".json") || nameOrPath.contains("/") {
+            guard FileManager.default.fileExists(atPath: nameOrPath) else {
+                throw ThumbpipeError(.noInput, "\(nameOrPath): pipeline file not found")
+            }
+            return (try PipelineSettings.load(path: nameOrPath), .file(nameOrPath))
+        }
+        guard ManifestItem.isSafeKey(nameOrPath) else {
+            throw ThumbpipeError(.usage, "'\(nameOrPath)' is not a pipeline name (a file name without .json)")
+        }
+        if let path = file(named: nameOrPath) {
+            return (try PipelineSettings.load(path: path), .file(path))
+        }
+        if let settings = Self.builtIn[nameOrPath] { return (settings, .builtIn) }
+        throw ThumbpipeError(
+            .noInput,
+            "pipeline '\(nameOrPath)' not found: no \(nameOrPath).json in \(folders.joined(separator: ", ")), and no built-in pipeline of that name (built in: \(Self.builtIn.keys.sorted().joined(separator: ", "))); pass a file's path to use another"
+        )
+    }
+
+    /// The first `NAME.json` in ``folders``.
+    public func file(named name: String) -> String? {
+        folders.lazy.map { $0 + "/" + name + ".json" }.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    /// Every pipeline by name, with the one a lookup would pick.
+    public func all() -> [(name: String, origin: Origin)] {
+        var names = Set(Self.builtIn.keys)
+        for folder in folders {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            where entry.hasSuffix(".json") && !entry.hasPrefix(".") {
+                names.insert(String(entry.dropLast(5)))
+            }
+        }
+        return names.sorted().map { name in (name, file(named: name).map(Origin.file) ?? .builtIn) }
+    }
+}
+
+extension PipelineSettings {
+    /// The settings as a pipeline file: every setting spelled out, keys sorted, so
+    /// that a copy is a complete starting point for one's own pipeline.
+    public func pipelineFileJSON() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}
