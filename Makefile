@@ -1,37 +1,43 @@
 # thumbpipe: `make demo` runs the sample manifest, `make test` runs the tests.
-# Both install what is missing (libvips from Debian) first.
+# Both install what is missing (libvips from Debian) first. `make install`,
+# `make deb` and `make image` ship it (see the README's Install section).
 
 SWIFT ?= swift
 OUT ?= out
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million
+# Where `make install` puts things (GNU conventions: PREFIX, DESTDIR).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+
+# The release binary links the Swift runtime and Foundation statically: it needs
+# only Debian's runtime libraries (libvips42, libsqlite3-0 and theirs).
+RELEASE_FLAGS = -c release --static-swift-stdlib
+VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ThumbpipeCore/Reporting/RunReport.swift)
+REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+# The tag `make image` gives its image; deploy/kubernetes/*.yaml name it.
+IMAGE_NAME = localhost/thumbpipe
+IMAGE = $(IMAGE_NAME):$(VERSION)
+# The clean Debian 12 root the install test and the image's base are made from:
+# cached outside the repository, so a fresh clone reuses it.
+CACHE ?= $(HOME)/.cache/thumbpipe
+
+.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million \
+	install install-files uninstall deb image test-install packaging-deps
 
 all: build
 
-# System libraries come from Debian through pkg-config; install them when missing.
-deps:
-	@if ! pkg-config --exists vips; then \
-	  echo "make: installing libvips-dev (pkg-config cannot find vips)"; \
-	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
-	fi
-	@if ! pkg-config --exists sqlite3; then \
-	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
-	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
-	fi
-	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
-	@# The deploy/ tests parse job.yaml with Debian's PyYAML.
-	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-yaml; }
-	@# The report's browser test renders the page in headless Chromium.
-	@command -v chromium >/dev/null || { apt-get update -qq && $(APT_INSTALL) chromium; }
-	@# Contact-sheet labels need one font.
-	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
-
 build: deps
-	$(SWIFT) build -c release
+	THUMBPIPE_REVISION=$(REVISION) $(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
 
 # Runs samples/items.jsonl into ./out. The sample names one photo that does not
-# exist, so thumbpipe reports that item and exits 1, which make passes on.
+# exist on purpose: the demo passes when that item, and only that item, failed.
 demo: build
 	@rm -rf $(OUT)
 	@status=0; .build/release/thumbpipe run samples/items.jsonl -o $(OUT) || status=$$?; \
@@ -42,14 +48,14 @@ demo: build
 	echo "  $(OUT)/.thumbpipe/contact-sheet.png  every thumbnail with its name, to check at a glance"; \
 	.build/release/thumbpipe contact-sheet $(OUT)/items.archive -o $(OUT)/.thumbpipe/contact-sheet.png -q; \
 	echo; .build/release/thumbpipe inspect $(OUT)/items.archive; \
-	echo; echo "thumbpipe exited $$status (1 = finished, some items failed; see above)"; \
-	exit $$status
+	echo; samples/check-demo.sh $$status $(OUT)
 
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-xctest
 	@$(MAKE) --no-print-directory test-deploy
 	@$(MAKE) --no-print-directory slurm-run
+	@$(MAKE) --no-print-directory test-install
 
 # deploy/kubernetes/job.yaml against the official Kubernetes schemas, offline
 # (kubernetes-validate from PyPI ships them), in a venv under .build; and a broken
@@ -58,11 +64,15 @@ KVENV = .build/kvenv
 test-deploy:
 	@python3 -c "import venv, ensurepip" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(KVENV)/bin/kubernetes-validate || { python3 -m venv $(KVENV) && $(KVENV)/bin/pip install -q kubernetes-validate; }
-	$(KVENV)/bin/kubernetes-validate --strict deploy/kubernetes/job.yaml
+	$(KVENV)/bin/kubernetes-validate --strict deploy/kubernetes/job.yaml deploy/kubernetes/cronjob.yaml
 	@sed 's/completionMode: Indexed/completionMode: 4/' deploy/kubernetes/job.yaml > .build/job-broken.yaml
 	@if $(KVENV)/bin/kubernetes-validate --strict --quiet .build/job-broken.yaml >/dev/null 2>&1; then \
 	  echo "test-deploy: a broken job.yaml passed validation" >&2; exit 1; \
 	else echo "test-deploy: a broken job.yaml is rejected, as it must be"; fi
+	@sed 's/concurrencyPolicy: Forbid/concurrencyPolicy: Never/' deploy/kubernetes/cronjob.yaml > .build/cronjob-broken.yaml
+	@if $(KVENV)/bin/kubernetes-validate --strict --quiet .build/cronjob-broken.yaml >/dev/null 2>&1; then \
+	  echo "test-deploy: a broken cronjob.yaml passed validation" >&2; exit 1; \
+	else echo "test-deploy: a broken cronjob.yaml is rejected, as it must be"; fi
 
 # deploy/slurm/thumbpipe.sbatch on a real single-node Slurm (deploy/slurm/local-cluster.sh).
 test-slurm: deps
@@ -99,7 +109,57 @@ bench: deps
 	@test -x /usr/bin/time || { apt-get update -qq && $(APT_INSTALL) time; }
 	@python3 -c "import venv" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(BENCH_PY) || { python3 -m venv Benchmarks/work/venv && $(BENCH_PY) -m pip install -q pyvips; }
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 3 --memory --incremental
 	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
 	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
+
+# The static binary against one linked to the toolchain's shared Swift runtime,
+# side by side: start-up (--version, hyperfine) and a run over the JPEG set.
+bench-static: build
+	@command -v hyperfine >/dev/null || { apt-get update -qq && $(APT_INSTALL) hyperfine; }
+	$(SWIFT) build -c release --product thumbpipe --scratch-path .build/dynamic
+	Benchmarks/static.sh .build/release/thumbpipe .build/dynamic/release/thumbpipe
+
+# ---- Shipping -------------------------------------------------------------
+
+# Everything but the binary's build, so `make deb` can stage without rebuilding.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/thumbpipe/pipelines $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 .build/release/thumbpipe $(DESTDIR)$(BINDIR)/thumbpipe
+	install -m 0644 pipelines/*.json $(DESTDIR)$(DATADIR)/thumbpipe/pipelines/
+	install -m 0644 docs/man/thumbpipe.1 $(DESTDIR)$(MANDIR)/man1/thumbpipe.1
+	install -m 0644 completions/thumbpipe.bash $(DESTDIR)$(BASHCOMPDIR)/thumbpipe
+	install -m 0644 completions/_thumbpipe $(DESTDIR)$(ZSHCOMPDIR)/_thumbpipe
+	install -m 0644 completions/thumbpipe.fish $(DESTDIR)$(FISHCOMPDIR)/thumbpipe.fish
+
+install: build
+	@$(MAKE) --no-print-directory install-files
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/thumbpipe $(DESTDIR)$(MANDIR)/man1/thumbpipe.1 \
+	  $(DESTDIR)$(BASHCOMPDIR)/thumbpipe $(DESTDIR)$(ZSHCOMPDIR)/_thumbpipe $(DESTDIR)$(FISHCOMPDIR)/thumbpipe.fish
+	for f in pipelines/*.json; do rm -f $(DESTDIR)$(DATADIR)/thumbpipe/pipelines/$$(basename $$f); done
+	-rmdir $(DESTDIR)$(DATADIR)/thumbpipe/pipelines $(DESTDIR)$(DATADIR)/thumbpipe 2>/dev/null
+
+# Debian's packaging tools, installed when missing.
+packaging-deps:
+	@command -v dpkg-shlibdeps >/dev/null || { apt-get update -qq && $(APT_INSTALL) dpkg-dev; }
+	@command -v lintian >/dev/null || { apt-get update -qq && $(APT_INSTALL) lintian; }
+	@command -v mmdebstrap >/dev/null || { apt-get update -qq && $(APT_INSTALL) mmdebstrap; }
+	@command -v buildah >/dev/null || { apt-get update -qq && $(APT_INSTALL) buildah; }
+	@command -v strip >/dev/null || { apt-get update -qq && $(APT_INSTALL) binutils; }
+
+# .build/thumbpipe_VERSION_amd64.deb, checked by lintian.
+deb: build packaging-deps
+	packaging/build-deb.sh $(VERSION) $(REVISION)
+
+# An OCI image from the .deb on debian:bookworm-slim, as .build/thumbpipe-VERSION.oci.tar.
+image: deb
+	packaging/build-image.sh $(VERSION) $(REVISION) $(IMAGE) $(CACHE)
+
+# The .deb installed by apt on a clean Debian 12 root (no Swift), then the image.
+test-install: deb
+	packaging/build-image.sh $(VERSION) $(REVISION) $(IMAGE) $(CACHE)
+	packaging/test-install.sh $(VERSION) $(IMAGE) $(CACHE)

@@ -9,7 +9,7 @@ ITEMS=${ITEMS:-1000000}
 BYTES=${BYTES:-6144}
 WORK=${WORK:-Benchmarks/work}
 mkdir -p "$WORK" Benchmarks/results
-swift build -c release --product archive-benchmark >/dev/null
+swift build -c release --static-swift-stdlib --product archive-benchmark >/dev/null
 bin=.build/release/archive-benchmark
 archive="$WORK/bench-items.archive"
 rm -f "$archive"

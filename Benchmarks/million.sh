@@ -14,8 +14,8 @@ EVERY=${EVERY:-1000}
 WORK=${WORK:-Benchmarks/work/million}
 case "$WORK" in /*) ;; *) WORK=$(pwd)/$WORK ;; esac
 BIN=.build/release/thumbpipe
-swift build -c release --product thumbpipe >/dev/null
-swift build -c release --product archive-benchmark >/dev/null
+swift build -c release --static-swift-stdlib --product thumbpipe >/dev/null
+swift build -c release --static-swift-stdlib --product archive-benchmark >/dev/null
 mkdir -p "$WORK/src" "$WORK/photos" Benchmarks/results
 
 # Small photos (640 px) from the fixtures, made once.

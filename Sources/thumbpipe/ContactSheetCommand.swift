@@ -15,6 +15,8 @@ enum ContactSheetCommand {
           -o, --output FILE   the first sheet's path (default: contact-sheet.png)
           --columns N         thumbnails per row (default 10)
           --per-sheet N       items per sheet (default 100)
+          -q, --quiet         no summary line
+          -h, --help          this help
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
@@ -36,7 +38,7 @@ enum ContactSheetCommand {
             (report?.failures ?? []).map { ($0.itemKey, $0.message) }, uniquingKeysWith: { first, _ in first })
         let paths = try ContactSheet.write(
             from: reader, to: output, columns: columns, perSheet: perSheet, failures: failures)
-        terminal.diagnostic(
+        terminal.summary(
             "thumbpipe: \(reader.count) items on \(paths.count) sheet(s): \(paths.joined(separator: ", "))")
         return 0
     }

@@ -8,6 +8,10 @@ enum ExtractCommand {
 
         Writes each item's thumbnail as DIR/<itemKey>.png (DIR is created when
         missing). Items without a thumbnail are skipped.
+
+        OPTIONS:
+          -q, --quiet         no summary line
+          -h, --help          this help
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
@@ -28,7 +32,7 @@ enum ExtractCommand {
             try TemporaryFile.write(data, to: "\(folder)/\(item.itemKey).png")
             written += 1
         }
-        terminal.diagnostic("thumbpipe: \(written) thumbnails of \(reader.count) items → \(folder)")
+        terminal.summary("thumbpipe: \(written) thumbnails of \(reader.count) items → \(folder)")
         return 0
     }
 }

@@ -9,6 +9,11 @@ enum InspectCommand {
         Lists the items of an items.archive: key, name, serial number, value, date
         created and thumbnail size. With --json, one JSON object per item per line.
         A file that is not a valid items archive exits 65 with the reason.
+
+        OPTIONS:
+          --json              one JSON object per item per line
+          -q, --quiet         nothing on standard error but errors
+          -h, --help          this help
         """
 
     static func main(_ argv: [String]) throws -> Int32 {

@@ -24,6 +24,7 @@ enum PipelineCommand {
         A value with a '/' or ending in .json is a file's path.
 
         OPTIONS:
+          -q, --quiet         no line on standard error saying where it came from
           -h, --help          this help
         """
 
@@ -36,7 +37,7 @@ enum PipelineCommand {
             guard positionals.count <= 2 else { throw ThumbpipeError(.usage, "pipeline show takes one NAME or FILE") }
             let (settings, origin) = try catalog.resolve(
                 positionals.count == 2 ? positionals[1] : PipelineCatalog.defaultName)
-            terminal.diagnostic("thumbpipe: pipeline '\(settings.name)' from \(origin)")
+            if !terminal.quiet { terminal.diagnostic("thumbpipe: pipeline '\(settings.name)' from \(origin)") }
             try writeOut(String(decoding: try settings.pipelineFileJSON(), as: UTF8.self) + "\n")
             return 0
         case "list":

@@ -14,6 +14,7 @@ enum ReportCommand {
 
         OPTIONS:
           -o, --output FILE   where to write it (default: OUT/.thumbpipe/report.html)
+          -q, --quiet         no summary line
           -h, --help          this help
         """
 
@@ -23,7 +24,7 @@ enum ReportCommand {
         let positionals = try args.finish(command: "report")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "report takes one output folder") }
         let path = try HTMLReport.write(outputFolder: positionals[0], to: target)
-        terminal.diagnostic("thumbpipe: report → \(path)")
+        terminal.summary("thumbpipe: report → \(path)")
         return 0
     }
 }

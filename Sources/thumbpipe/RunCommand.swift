@@ -50,6 +50,8 @@ enum RunCommand {
                                     their size and modification time
           --shard K/N               do only the items whose itemKey hashes to shard K of N
                                     (0 ≤ K < N), as a partial output for 'thumbpipe merge'
+          --run-id ID               with --shard: the run this part belongs to (e.g. a
+                                    Slurm job ID), recorded for 'merge --run-id ID'
           -q, --quiet               no progress bar
           -h, --help                this help
 
@@ -82,6 +84,7 @@ enum RunCommand {
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
         let maxRemoved = try args.option("--max-removed").map { try RemovalLimit(parsing: $0) } ?? .standard
         let shard = try args.option("--shard").map { try Shard(parsing: $0) }
+        let runId = try args.option("--run-id").map(RunIdentity.parse)
         let jobs =
             try args.option("-j", "--jobs").map {
                 try Int(option: $0, name: "--jobs", range: 1...256)
@@ -102,6 +105,9 @@ enum RunCommand {
             overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
         }
         let positionals = try args.finish(command: "run")
+        if runId != nil && shard == nil {
+            throw ThumbpipeError(.usage, "--run-id goes with --shard K/N (it names the run a part belongs to)")
+        }
         if json && !dryRun {
             throw ThumbpipeError(
                 .usage, "--json goes with --dry-run (a run's figures are in OUT/.thumbpipe/report.json)")
@@ -151,7 +157,7 @@ enum RunCommand {
                 manifestHash: ContentHash.file(fullManifest.path) ?? "", manifestItems: fullManifest.items.count,
                 settingsFingerprint: ShardInfo.fingerprint(settings), className: settings.archive.className,
                 archiveFileName: settings.archive.fileName, shard: shard.index, shards: shard.count,
-                positions: positions)
+                positions: positions, runId: runId)
         }
         let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
 
@@ -209,7 +215,6 @@ enum RunCommand {
             let report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             let json = try report.write(outputFolder: output)
-            try shardInfo?.write(in: output)
             if !noHTML {
                 drawn.enter()
                 Thread {
@@ -219,6 +224,9 @@ enum RunCommand {
                 }.start()
             }
         }
+        // After the archive is in place, under the run's lock: a part killed before
+        // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
+        try shardInfo?.write(in: output)
         if let log {
             for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
         }

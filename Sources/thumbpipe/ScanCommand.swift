@@ -18,6 +18,7 @@ enum ScanCommand {
           -o, --output FILE   write the manifest there (default: standard output)
           -r, --recursive     look in sub-folders too
           --ext LIST          only files with these extensions, e.g. jpg,jpeg,heic
+          -q, --quiet         no count of skipped files
           -h, --help          this help
         """
 
@@ -41,9 +42,9 @@ enum ScanCommand {
             let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
             try TemporaryFile.write(Data(text.utf8), to: output)
         } else {
-            writeAll(1, FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
+            try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }
-        terminal.diagnostic(
+        terminal.summary(
             "thumbpipe: \(result.entries.count) images\(result.skipped > 0 ? ", \(result.skipped) files that are not images skipped" : "")"
                 + (output.map { " → \($0)" } ?? ""))
         return 0

@@ -10,6 +10,8 @@ final class Terminal: Sendable {
         var failures = 0
     }
     let showProgress: Bool
+    /// `-q`/`--quiet`: no progress bar, no waiting messages.
+    let quiet: Bool
     let colour: Bool
     private let started = DispatchTime.now().uptimeNanoseconds
     private let state = Mutex(State())
@@ -17,6 +19,7 @@ final class Terminal: Sendable {
     init(quiet: Bool) {
         let environment = ProcessInfo.processInfo.environment
         let tty = isatty(STDERR_FILENO) == 1
+        self.quiet = quiet
         showProgress = tty && !quiet && environment["TERM"] != "dumb"
         colour = tty && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
     }
@@ -29,6 +32,9 @@ final class Terminal: Sendable {
             Self.write(line + "\n")
         }
     }
+
+    /// A command's closing summary line, which `-q` silences.
+    func summary(_ line: String) { if !quiet { diagnostic(line) } }
 
     /// Warnings and errors, coloured on a terminal.
     func warning(_ text: String) { diagnostic(colour ? "\u{1B}[33mwarning:\u{1B}[0m \(text)" : "warning: \(text)") }

@@ -111,6 +111,78 @@ struct ScaleOutTests {
         #expect(!FileManager.default.fileExists(atPath: folder + "/m"))
     }
 
+    @Test("merge --run-id takes only this run's parts: a part from an earlier night or one still running is refused (65), --wait waits for it")
+    func runIdentity() throws {
+        let (folder, manifest) = collection()
+        let parts = (0..<2).map { folder + "/part-\($0)" }
+        for k in 0..<2 {
+            let p = try startShard(manifest, "\(k)/2", parts[k], extra: ["--run-id", "night-1"])
+            p.waitUntilExit()
+        }
+        let first = try runThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-1"])
+        #expect(first.status == 1, "one source is truncated on purpose: \(first.stderr)")
+        // Night 2: shard 0 has run, shard 1 not yet. Its part is last night's.
+        let zero = try startShard(manifest, "0/2", parts[0], extra: ["--run-id", "night-2"])
+        zero.waitUntilExit()
+        let archiveBefore = try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+        let early = try runThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-2"])
+        #expect(early.status == 65, "\(early.stderr)")
+        #expect(early.stderr.contains("\(parts[1]) is shard 1/2 of run 'night-1', not of run 'night-2'"), "\(early.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive")) == archiveBefore)
+        // A part whose run still holds its lock is refused, naming it.
+        let fd = open(parts[0] + "/.thumbpipe", O_RDONLY | O_DIRECTORY)
+        #expect(flock(fd, LOCK_EX) == 0)
+        let running = try runThumbpipe(["merge"] + parts + ["-o", folder + "/out"])
+        #expect(running.status == 65, "\(running.stderr)")
+        #expect(running.stderr.contains("\(parts[0]) is still being written"), "\(running.stderr)")
+        let gaveUp = try runThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--wait", "1"])
+        #expect(gaveUp.status == 65 && gaveUp.stderr.contains("gave up after waiting 1 s"), "\(gaveUp.stderr)")
+        close(fd)
+        // --wait: the merge waits while shard 1 runs, then merges this night's parts.
+        let waiting = try startThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-2", "--wait", "120"])
+        let one = try startShard(manifest, "1/2", parts[1], extra: ["--run-id", "night-2"])
+        one.waitUntilExit()
+        waiting.waitUntilExit()
+        #expect(waiting.terminationStatus == 1, "merged, with the truncated source's failure")
+        let single = try runThumbpipe(["run", manifest, "-o", folder + "/single", "-q"])
+        #expect(single.status == 1)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/single/items.archive")))
+        // --run-id names a part: it goes with --shard.
+        let alone = try runThumbpipe(["run", manifest, "--run-id", "x", "-o", folder + "/alone"])
+        #expect(alone.status == 64 && alone.stderr.contains("--run-id goes with --shard"))
+        let bad = try runThumbpipe(["merge"] + parts + ["-o", folder + "/o2", "--run-id", "a b"])
+        #expect(bad.status == 64)
+    }
+
+    @Test(
+        "merge refuses a crafted shard.json (65) and writes nothing",
+        arguments: [
+            (#""archiveFileName":"items.archive""#, #""archiveFileName":"../escaped.archive""#, "archiveFileName"),
+            (#""shards":2"#, #""shards":-2"#, "shards -2"),
+            (#""shards":2"#, #""shards":1000000000000"#, "shards 1000000000000"),
+            (#""shards":2"#, #""shards":0"#, "shards 0"),
+            (#""version":1"#, #""version":99"#, "version 99"),
+            (#""manifestItems":12"#, #""manifestItems":-1"#, "manifestItems -1"),
+        ])
+    func craftedShardDescription(original: String, crafted: String, reason: String) throws {
+        let (folder, manifest) = collection()
+        for k in 0..<2 {
+            let p = try startShard(manifest, "\(k)/2", folder + "/part-\(k)")
+            p.waitUntilExit()
+        }
+        let path = folder + "/part-1/.thumbpipe/shard.json"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try #require(text.contains(original), "\(text)")
+        try text.replacingOccurrences(of: original, with: crafted).write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runThumbpipe(["merge", folder + "/part-0", folder + "/part-1", "-o", folder + "/out/sub"])
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("not a valid shard description: \(reason)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/out"))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/escaped.archive"))
+    }
+
     @Test(arguments: ["2/2", "-1/3", "a/b", "3"])
     func badShardArgument(shard: String) throws {
         let (folder, manifest) = collection()
@@ -141,7 +213,8 @@ struct ScaleOutTests {
         let container = try #require(try pod.objects("containers").first)
         let command = ((container["command"] as? [String] ?? []) + (container["args"] as? [String] ?? [])).joined(
             separator: " ")
-        #expect(command.contains("--shard \"${JOB_COMPLETION_INDEX}/\(completions)\""), "\(command)")
+        #expect(command.contains("--shard $(JOB_COMPLETION_INDEX)/\(completions)"), "\(command)")
+        #expect(command.contains("--run-id $(RUN_ID)"), "\(command)")
         let env = try container.objects("env")
         let index = env.first { $0["name"] as? String == "JOB_COMPLETION_INDEX" }
         let fieldPath =
@@ -157,9 +230,29 @@ struct ScaleOutTests {
         let merge = try #require(
             jobs.first { (($0["metadata"] as? [String: Any])?["name"] as? String) == "thumbpipe-merge" })
         let mergePod = try merge.object("spec").object("template").object("spec")
-        let mergeCommand = try #require(try mergePod.objects("containers").first?["command"] as? [String])
-        #expect(mergeCommand.prefix(2) == ["thumbpipe", "merge"])
+        let mergeContainer = try #require(try mergePod.objects("containers").first)
+        let mergeCommand = try #require(mergeContainer["args"] as? [String])
+        #expect(mergeCommand.first == "merge")
         #expect(mergeCommand.filter { $0.contains("/part-") }.count == completions, "one part per completion")
+        // The merge takes this run's parts only, and waits for them: never last night's.
+        #expect(mergeCommand.joined(separator: " ").contains("--run-id $(RUN_ID) --wait"), "\(mergeCommand)")
+        func runIdLabel(_ job: [String: Any]) throws -> String? {
+            (try job.object("spec").object("template").object("metadata")["labels"] as? [String: Any])?["run-id"]
+                as? String
+        }
+        #expect(try runIdLabel(shards) != nil && runIdLabel(shards) == runIdLabel(merge), "one run-id for both Jobs")
+        for job in [container, mergeContainer] {
+            let runId = try job.objects("env").first { $0["name"] as? String == "RUN_ID" }
+            let path =
+                ((runId?["valueFrom"] as? [String: Any])?["fieldRef"] as? [String: Any])?["fieldPath"] as? String
+            #expect(path == "metadata.labels['run-id']")
+        }
+        // The image is the one 'make image' tags.
+        let makefile = try String(
+            contentsOf: TestPaths.repository.appendingPathComponent("Makefile"), encoding: .utf8)
+        let image = try #require(container["image"] as? String)
+        #expect(makefile.contains("IMAGE_NAME = \(image.split(separator: ":")[0])"), "\(image)")
+        #expect(mergeContainer["image"] as? String == image)
         let mergeClaim =
             (try mergePod.objects("volumes").first?["persistentVolumeClaim"] as? [String: Any])?["claimName"]
             as? String
@@ -173,6 +266,35 @@ struct ScaleOutTests {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("#SBATCH --array=0-"))
         #expect(text.contains("SHARD=${SLURM_ARRAY_TASK_ID"))
-        #expect(text.contains(#"--shard "$SHARD/$SHARDS""#))
+        #expect(text.contains(#"--shard "$SHARD/$SHARDS" --run-id "$RUN_ID""#))
+        #expect(text.contains("RUN_ID=${SLURM_ARRAY_JOB_ID"))
+        #expect(!text.contains("thumbpipe merge \""), "no task merges: the dependent job does")
+    }
+
+    @Test("deploy/kubernetes/cronjob.yaml: each night's Job name is the run-id; pod 0 merges that run's parts")
+    func kubernetesCronJob() throws {
+        let path = TestPaths.repository.appendingPathComponent("deploy/kubernetes/cronjob.yaml").path
+        let script = """
+            import json, sys, yaml
+            print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))
+            """
+        let python = try runProcess("/usr/bin/python3", ["-c", script, path])
+        try #require(python.status == 0, "PyYAML could not parse cronjob.yaml: \(python.stderr)")
+        let documents = try #require(
+            try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[String: Any]])
+        let cron = try #require(documents.first { $0["kind"] as? String == "CronJob" })
+        #expect(try cron.object("spec")["concurrencyPolicy"] as? String == "Forbid")
+        let job = try cron.object("spec").object("jobTemplate").object("spec")
+        let completions = try #require(job["completions"] as? Int)
+        #expect(job["parallelism"] as? Int == completions, "pod 0 waits for the others: all must run at once")
+        let container = try #require(try job.object("template").object("spec").objects("containers").first)
+        let script2 = (container["args"] as? [String] ?? []).joined(separator: " ")
+        #expect(script2.contains(#"--shard "$JOB_COMPLETION_INDEX/\#(completions)" --run-id "$RUN_ID""#))
+        #expect(script2.contains(#"--run-id "$RUN_ID" --wait"#))
+        #expect(script2.components(separatedBy: "/part-").count - 1 == completions + 1, "its own part, then all")
+        let runId = try container.objects("env").first { $0["name"] as? String == "RUN_ID" }
+        let fieldPath =
+            ((runId?["valueFrom"] as? [String: Any])?["fieldRef"] as? [String: Any])?["fieldPath"] as? String
+        #expect(fieldPath == "metadata.labels['batch.kubernetes.io/job-name']")
     }
 }

@@ -70,7 +70,7 @@ submit() {
     for k in $(seq 0 $((SHARDS - 1))); do parts+=("$OUT/part-$k"); done
     merge=$(sbatch --parsable --dependency=afterok:"$array" --kill-on-invalid-dep=yes \
         --chdir="$WORK" --output="$WORK/logs/$label-merge-%j.log" --export=ALL,PATH="$BIN:$PATH" \
-        --wrap "thumbpipe merge ${parts[*]} -o $OUT/output")
+        --wrap "thumbpipe merge ${parts[*]} -o $OUT/output --run-id $array")
     # Wait for both to leave the queue (polled: sbatch --wait backs off to 32 s).
     local deadline=$((SECONDS + JOB_TIMEOUT))
     while [ -n "$(squeue -h -j "$array,$merge" 2>/dev/null)" ]; do
@@ -112,7 +112,8 @@ submit "$MANIFEST" first || fail "the first submission"
 same_output "$OUT/output" "$WORK/single" || fail "merged output differs from a single run"
 echo "test-slurm: merged output byte-identical to a single run"
 
-# 2. One photo changes: only its shard redoes work.
+# 2. The second night: one photo changes, and the array is submitted again. Only
+#    that photo's shard redoes work; the merge takes this submission's parts.
 cp "$WORK/samples/photos/Kodak-PIXPRO-SP360.jpg" "$WORK/samples/photos/Canon-EOS-1000D.jpg"
 submit "$MANIFEST" second || fail "the second submission"
 redone=0

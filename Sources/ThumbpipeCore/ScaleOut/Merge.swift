@@ -17,10 +17,19 @@ public enum Merge {
     }
 
     /// Checks the parts and merges them into `output`.
+    /// - Parameters:
+    ///   - runId: when given, every part must record this `run --run-id`.
+    ///   - wait: seconds to wait for parts that are not ready (missing, still
+    ///     running, or from another run) before refusing them; 0 refuses at once.
+    ///   - onWait: told, whenever it changes, which parts are being waited for.
     /// - Throws: ``ThumbpipeError``: 64 for a part given twice, 65 for parts from
-    ///   different manifests or settings or a missing shard, 66 for a folder that is not
-    ///   a part; nothing is written then. 73/74 when the output cannot be written.
-    public static func run(parts: [String], output: String) throws -> Result {
+    ///   different manifests, settings or runs, parts still running or a missing shard,
+    ///   66 for a folder that is not a part; nothing is written then. 73/74 when the
+    ///   output cannot be written.
+    public static func run(
+        parts: [String], output: String, runId: String? = nil, wait: Double = 0,
+        onWait: (String) -> Void = { _ in }
+    ) throws -> Result {
         guard !parts.isEmpty else { throw ThumbpipeError(.usage, "merge needs the partial output folders") }
         let resolved = parts.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         if let twice = Dictionary(grouping: resolved, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
@@ -32,7 +41,10 @@ public enum Merge {
         if resolved.contains(out) || OutputGuard.realPath(output).map(realParts.contains) == true {
             throw ThumbpipeError(.usage, "the output folder \(output) is one of the parts")
         }
-        let infos = try parts.map { try ShardInfo.read(from: $0) }
+        // Held until the merge ends: no run can start writing a part under us.
+        let opened = try PartSet.open(parts, runId: runId, wait: wait, onWait: onWait)
+        defer { withExtendedLifetime(opened) {} }
+        let infos = opened.infos
         let first = infos[0]
         for (part, info) in zip(parts, infos) {
             guard info.manifestHash == first.manifestHash, info.manifestItems == first.manifestItems else {
@@ -192,5 +204,74 @@ public enum Merge {
         merged.counts.failed = merged.failures.count
         try merged.write(outputFolder: output)
         return merged.failures.count
+    }
+}
+
+/// The parts of a merge, each read under its reader's lock.
+struct PartSet {
+    var locks: [OutputLock]
+    var infos: [ShardInfo]
+
+    /// Why a part cannot be merged yet: it may become ready by itself.
+    struct NotReady: Error {
+        var error: ThumbpipeError
+    }
+
+    /// Opens every part, waiting up to `wait` seconds for those not ready.
+    static func open(_ parts: [String], runId: String?, wait: Double, onWait: (String) -> Void) throws -> PartSet {
+        let deadline = Date().addingTimeInterval(wait)
+        var lastMessage = ""
+        while true {
+            do {
+                return try openOnce(parts, runId: runId)
+            } catch let notReady as NotReady {
+                let left = deadline.timeIntervalSinceNow
+                guard left > 0 else {
+                    guard wait > 0 else { throw notReady.error }
+                    throw ThumbpipeError(
+                        notReady.error.kind,
+                        "gave up after waiting \(Int(wait.rounded())) s: \(notReady.error.message)")
+                }
+                if notReady.error.message != lastMessage {
+                    lastMessage = notReady.error.message
+                    onWait(lastMessage)
+                }
+                Thread.sleep(forTimeInterval: min(2, left))
+            }
+        }
+    }
+
+    private static func openOnce(_ parts: [String], runId: String?) throws -> PartSet {
+        var set = PartSet(locks: [], infos: [])
+        for part in parts {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: part + "/.thumbpipe", isDirectory: &isDirectory),
+                isDirectory.boolValue
+            else {
+                throw NotReady(
+                    error: ThumbpipeError(
+                        .noInput, "\(part): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)"))
+            }
+            do {
+                set.locks.append(try OutputLock.reading(folder: part))
+            } catch let error as ThumbpipeError {
+                throw NotReady(error: ThumbpipeError(.dataError, "\(part) is still being written: \(error.message)"))
+            }
+            let info: ShardInfo
+            do {
+                info = try ShardInfo.read(from: part)
+            } catch let error as ThumbpipeError where error.kind == .noInput {
+                throw NotReady(error: error)
+            }
+            if let runId, info.runId != runId {
+                throw NotReady(
+                    error: ThumbpipeError(
+                        .dataError,
+                        "\(part) is shard \(info.shard)/\(info.shards) of run \(info.runId.map { "'\($0)'" } ?? "(no --run-id)"), not of run '\(runId)': its run has not finished, or failed"
+                    ))
+            }
+            set.infos.append(info)
+        }
+        return set
     }
 }

@@ -58,12 +58,16 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     public var shards: Int
     /// The manifest positions of this part's items, ascending.
     public var positions: [Int]
+    /// The run this part belongs to (`run --run-id`), so that `merge --run-id`
+    /// never joins tonight's parts with one left from an earlier night.
+    public var runId: String?
 
     /// Describes a part.
     public init(
         manifestHash: String, manifestItems: Int, settingsFingerprint: String, className: String,
-        archiveFileName: String, shard: Int, shards: Int, positions: [Int]
+        archiveFileName: String, shard: Int, shards: Int, positions: [Int], runId: String? = nil
     ) {
+        self.runId = runId
         self.manifestHash = manifestHash
         self.manifestItems = manifestItems
         self.settingsFingerprint = settingsFingerprint
@@ -91,18 +95,74 @@ public struct ShardInfo: Codable, Sendable, Equatable {
         try TemporaryFile.write(try encoder.encode(self), to: Self.path(in: folder))
     }
 
-    /// Reads a part's file.
-    /// - Throws: ``ThumbpipeError`` (66) when the folder is not a shard's output.
+    /// Reads a part's file and checks it: thumbpipe wrote it, but a part folder is
+    /// only as trustworthy as the shared volume it sits on.
+    /// - Throws: ``ThumbpipeError``: 66 when the folder is not a shard's output, 65
+    ///   when the file is not a valid shard description (with the reason).
     public static func read(from folder: String) throws -> ShardInfo {
         let path = Self.path(in: folder)
-        guard let data = FileManager.default.contents(atPath: path) else {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
             throw ThumbpipeError(
                 .noInput, "\(folder): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)")
         }
+        // Eight bytes a position at most, for the largest manifest thumbpipe takes.
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 8 * Self.maxItems + 65_536,
+            let data = FileManager.default.contents(atPath: path)
+        else {
+            throw ThumbpipeError(.dataError, "\(path): not a valid shard description (not a regular file of sane size)")
+        }
+        let decoded: ShardInfo
         do {
-            return try JSONDecoder().decode(ShardInfo.self, from: data)
+            decoded = try JSONDecoder().decode(ShardInfo.self, from: data)
         } catch {
             throw ThumbpipeError(.dataError, "\(path): not a valid shard description")
         }
+        if let reason = decoded.problem {
+            throw ThumbpipeError(.dataError, "\(path): not a valid shard description: \(reason)")
+        }
+        return decoded
+    }
+
+    /// The most items a manifest may have for a sharded run.
+    static let maxItems = 100_000_000
+
+    /// What is wrong with a decoded description, or nil.
+    var problem: String? {
+        if version != 1 { return "version \(version) (this thumbpipe reads 1)" }
+        if !(1...100_000).contains(shards) { return "shards \(shards) (1 to 100000)" }
+        if !(0..<shards).contains(shard) { return "shard \(shard) of \(shards)" }
+        if !(0...Self.maxItems).contains(manifestItems) { return "manifestItems \(manifestItems)" }
+        if !ManifestItem.isSafeKey(archiveFileName) { return "archiveFileName '\(archiveFileName)' is not a safe file name" }
+        if className.isEmpty || className.utf8.count > 1024 { return "className is empty or too long" }
+        if let runId, !RunIdentity.isValid(runId) { return "runId is not a valid run identity" }
+        var previous = -1
+        for position in positions {
+            guard position > previous, position < manifestItems else {
+                return "positions are not ascending manifest positions below \(manifestItems)"
+            }
+            previous = position
+        }
+        return nil
+    }
+}
+
+/// `--run-id ID`: what ties the parts of one night's sharded run together.
+public enum RunIdentity {
+    /// 1 to 128 characters of letters, digits and `._:+-` (a Slurm job ID, a
+    /// Kubernetes job name or generation, a date).
+    public static func isValid(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 128
+            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._:+-".unicodeScalars.contains($0)) }
+    }
+
+    /// Checks a `--run-id` value.
+    /// - Throws: ``ThumbpipeError`` (64) when it is not valid.
+    public static func parse(_ id: String) throws -> String {
+        guard isValid(id) else {
+            throw ThumbpipeError(
+                .usage, "--run-id takes 1 to 128 letters, digits and . _ : + -, not '\(id)'")
+        }
+        return id
     }
 }

@@ -10,13 +10,26 @@ public final class OutputLock: Sendable {
     /// itself, so taking it writes nothing; with `recordPid`, `.thumbpipe/lock`
     /// names the holder for a second run's message.
     /// - Throws: ``ThumbpipeError`` (73) when another thumbpipe holds it or it cannot be taken.
-    public init(folder: String, recordPid: Bool = true) throws {
+    public convenience init(folder: String, recordPid: Bool = true) throws {
+        try self.init(folder: folder, shared: false)
+        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: folder + "/.thumbpipe/lock") }
+    }
+
+    /// Takes a reader's lock on a finished output (`merge` on its parts): any number
+    /// of readers at once, but never while a run holds the folder, and no run can
+    /// start on it while a reader holds it.
+    /// - Throws: ``ThumbpipeError`` (73) when a run holds it, naming its pid.
+    public static func reading(folder: String) throws -> OutputLock {
+        try OutputLock(folder: folder, shared: true)
+    }
+
+    private init(folder: String, shared: Bool) throws {
         let meta = folder + "/.thumbpipe"
         let fd = open(meta, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(ThumbpipeError.errnoText())")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let code = errno
             close(fd)
             if code == EWOULDBLOCK {
@@ -29,7 +42,6 @@ public final class OutputLock: Sendable {
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot lock: \(ThumbpipeError.errnoText(code))")
         }
         descriptor = fd
-        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: meta + "/lock") }
     }
 
     /// Takes the lock if the folder already has a `.thumbpipe` (a dry run writes nothing).
