@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# make test-install: thumbpipe as a user gets it, on machines that have never
+# seen Swift.
+#   1. The .deb, installed by apt (dependencies from Debian) into a clean Debian 12
+#      root (packaging/debian-root.sh), then used there from a folder with no
+#      pipelines/: run a folder of photos, inspect the archive, read the man page,
+#      complete `thumbpipe r<TAB>` through bash-completion. The installed binary's
+#      shared libraries all belong to Debian packages installed in that root.
+#   2. The image (make image), running the same job with `buildah run`.
+# One line a check. Usage: packaging/test-install.sh VERSION IMAGE CACHE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSION=${1:?version} IMAGE=${2:?image} CACHE=${3:?cache folder}
+ARCH=$(dpkg --print-architecture)
+DEB=.build/thumbpipe_${VERSION}_${ARCH}.deb
+read -r -a B <<<"${BUILDAH_FLAGS:---storage-driver vfs}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/thumbpipe-install.XXXXXX")
+ROOT=$WORK/root
+ctr=""
+cleanup() {
+    local status=$?
+    [ -n "$ctr" ] && buildah "${B[@]}" rm "$ctr" >/dev/null 2>&1
+    rm -rf "$WORK"
+    exit $status
+}
+trap cleanup EXIT
+fail() { echo "test-install: FAILED: $*" >&2; exit 1; }
+
+# A shell in the root, in its own mount namespace (the mounts go with it).
+in_root() {
+    unshare --mount --fork /bin/sh -c '
+        root=$1; shift
+        mount --rbind /dev "$root/dev" && mount -t proc proc "$root/proc" || exit 125
+        exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive /bin/bash -c "$@"
+    ' sh "$ROOT" "$@"
+}
+
+packaging/debian-root.sh "$CACHE"
+mkdir -p "$ROOT"
+tar -xf "$CACHE/bookworm-apt.tar" -C "$ROOT"
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+in_root 'command -v swift swiftc' >/dev/null && fail "the clean root has Swift"
+[ -z "$(find "$ROOT" -name 'libswiftCore.so*' -print -quit)" ] || fail "the clean root has the Swift runtime"
+
+# Photos, in a folder with no pipelines/ anywhere above it.
+PHOTOS="Canon-EOS-1000D.jpg Nikon-D3100.jpg Apple-iPhone-13-Pro-Max.HEIC Nikon-Coolpix-P7000.webp"
+mkdir -p "$ROOT/home/user/collection/trip"
+for p in $PHOTOS; do cp "Tests/Fixtures/photos/$p" "$ROOT/home/user/collection/trip/"; done
+cp "$DEB" "$ROOT/tmp/"
+# apt-get install ./thumbpipe_….deb: apt resolves libvips42 and the rest from Debian.
+in_root "apt-get update -qq && cd /tmp && apt-get install -y -qq --no-install-recommends \
+    ./$(basename "$DEB") man-db bash-completion" >"$WORK/apt.log" 2>&1 \
+    || { tail -n 20 "$WORK/apt.log" >&2; fail "apt-get install ./$(basename "$DEB")"; }
+
+# Its shared libraries: every NEEDED one is a file of an installed Debian package,
+# none from a toolchain, and no RUNPATH leads out of the system's folders.
+BIN=$ROOT/usr/bin/thumbpipe
+needed=$(readelf -d "$BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+[ -n "$needed" ] || fail "readelf found no NEEDED entries"
+for lib in $needed; do
+    case $lib in libswift* | libFoundation* | lib_Foundation* | libdispatch* | libBlocksRuntime*)
+        fail "the binary needs $lib, a Swift toolchain library" ;;
+    esac
+    in_root "dpkg -S '*/$lib'" >/dev/null 2>&1 || fail "$lib is in no installed Debian package"
+done
+if readelf -d "$BIN" | grep -E 'R(UN)?PATH' | grep -v '\[\$ORIGIN\]' | grep -q .; then
+    fail "the binary has a search path: $(readelf -d "$BIN" | grep -E 'R(UN)?PATH')"
+fi
+in_root 'ldd /usr/bin/thumbpipe' >"$WORK/ldd" || fail "ldd"
+! grep -q 'not found' "$WORK/ldd" || fail "unresolved libraries: $(grep 'not found' "$WORK/ldd")"
+echo "test-install: readelf/ldd: $(wc -w <<<"$needed") libraries, every one from an installed Debian package, none from Swift"
+
+# The job, from a folder with no pipelines/.
+in_root 'cd /home/user && test ! -e pipelines && thumbpipe --version && thumbpipe run collection -r -o out -q' \
+    >"$WORK/run.log" 2>&1 || { cat "$WORK/run.log" >&2; fail "thumbpipe run"; }
+grep -q "^revision " "$WORK/run.log" || fail "--version names no revision"
+items=$(in_root 'cd /home/user && thumbpipe inspect out/items.archive --json' | grep -c '"itemKey"') || true
+[ "$items" = 4 ] || fail "inspect lists $items items, not 4"
+stores=$(find "$ROOT/home/user/out" -maxdepth 1 -type f ! -name items.archive | wc -l)
+[ "$stores" = 4 ] || fail "$stores store files, not 4"
+# The man page, found by man; the completion, loaded by bash-completion on demand.
+in_root 'man -w thumbpipe' | grep -q '/usr/share/man/man1/thumbpipe.1.gz' || fail "man -w thumbpipe"
+in_root 'MANPAGER=cat MANWIDTH=80 man thumbpipe 2>/dev/null' | grep -q 'merge PART' || fail "man thumbpipe"
+completed=$(in_root '. /usr/share/bash-completion/bash_completion
+    __load_completion thumbpipe || exit 1
+    COMP_WORDS=(thumbpipe r); COMP_CWORD=1; COMP_LINE="thumbpipe r"; COMP_POINT=${#COMP_LINE}
+    $(complete -p thumbpipe | sed -n "s/.*-F \([^ ]*\) .*/\1/p") thumbpipe r thumbpipe
+    echo "${COMPREPLY[*]}"') || fail "bash completion did not load"
+[ "$completed" = "run report" ] || fail "thumbpipe r<TAB> completes to '$completed', not 'run report'"
+echo "test-install: .deb installed by apt on a clean Debian 12 (no Swift): run ($items items, $stores store files), inspect, man, completion (r<TAB>: $completed): ok"
+
+# 2. The image: entrypoint, user, labels; then the same job in a container.
+buildah "${B[@]}" inspect --type image "$IMAGE" >"$WORK/image.json"
+python3 - "$WORK/image.json" "$VERSION" <<'PY' || fail "image configuration"
+import json, sys
+config, version = json.load(open(sys.argv[1]))["OCIv1"]["config"], sys.argv[2]
+labels = config.get("Labels") or {}
+assert config.get("Entrypoint") == ["thumbpipe"], config.get("Entrypoint")
+assert config.get("User") not in (None, "", "0", "root", "0:0"), config.get("User")
+assert labels.get("org.opencontainers.image.version") == version, labels
+assert labels.get("org.opencontainers.image.revision") not in (None, "", "unknown"), labels
+PY
+mkdir -p "$WORK/container-out"
+chmod 0777 "$WORK/container-out"
+ctr=$(buildah "${B[@]}" from --pull=never "$IMAGE")
+buildah "${B[@]}" run --isolation chroot -v "$ROOT/home/user/collection:/collection:ro" \
+    -v "$WORK/container-out:/out" "$ctr" -- thumbpipe run /collection -r -o /out/job -q \
+    >"$WORK/container.log" 2>&1 || { cat "$WORK/container.log" >&2; fail "thumbpipe run in the container"; }
+citems=$(buildah "${B[@]}" run --isolation chroot -v "$WORK/container-out:/out" "$ctr" -- \
+    thumbpipe inspect /out/job/items.archive --json | grep -c '"itemKey"') || true
+[ "$citems" = 4 ] || fail "the container's archive lists $citems items, not 4"
+cmp -s "$WORK/container-out/job/items.archive" "$ROOT/home/user/out/items.archive" \
+    || fail "the container's archive differs from the .deb's"
+owner=$(stat -c %u "$WORK/container-out/job/items.archive")
+[ "$owner" != 0 ] || fail "the container wrote as root"
+echo "test-install: image $IMAGE (entrypoint thumbpipe, user $owner, OCI labels) ran the same job with buildah run: archive identical: ok"
