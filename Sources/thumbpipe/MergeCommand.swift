@@ -31,12 +31,13 @@ enum MergeCommand {
             throw ThumbpipeError(.usage, "merge needs -o OUT")
         }
         let runId = try args.option("--run-id").map(RunIdentity.parse)
-        let wait = try args.option("--wait").map { value -> Double in
-            guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= 7 * 86_400 else {
-                throw ThumbpipeError(.usage, "--wait takes seconds from 0 to 604800, not '\(value)'")
-            }
-            return seconds
-        } ?? 0
+        let wait =
+            try args.option("--wait").map { value -> Double in
+                guard let seconds = Double(value), seconds.isFinite, seconds >= 0, seconds <= 7 * 86_400 else {
+                    throw ThumbpipeError(.usage, "--wait takes seconds from 0 to 604800, not '\(value)'")
+                }
+                return seconds
+            } ?? 0
         let parts = try args.finish(command: "merge")
         let result = try Merge.run(parts: parts, output: output, runId: runId, wait: wait) { waiting in
             if !terminal.quiet { terminal.diagnostic("thumbpipe: waiting: \(waiting)") }

@@ -42,7 +42,8 @@ enum RunCommand {
                                     that opens in Perfetto
           --force                   redo every item, whatever the previous run did
           --dry-run                 print what a run would do (new, changed, unchanged,
-                                    removed) and write nothing; with --json, as JSON
+                                    removed) and write nothing
+          --json                    with --dry-run: the plan as JSON
           --max-removed N|P%        refuse a run that would remove more of the previous
                                     run's items than this (default 10%); an empty
                                     manifest over a folder with items is always refused

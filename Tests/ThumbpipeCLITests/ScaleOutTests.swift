@@ -111,7 +111,9 @@ struct ScaleOutTests {
         #expect(!FileManager.default.fileExists(atPath: folder + "/m"))
     }
 
-    @Test("merge --run-id takes only this run's parts: a part from an earlier night or one still running is refused (65), --wait waits for it")
+    @Test(
+        "merge --run-id takes only this run's parts: a part from an earlier night or one still running is refused (65), --wait waits for it"
+    )
     func runIdentity() throws {
         let (folder, manifest) = collection()
         let parts = (0..<2).map { folder + "/part-\($0)" }
@@ -127,7 +129,8 @@ struct ScaleOutTests {
         let archiveBefore = try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
         let early = try runThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-2"])
         #expect(early.status == 65, "\(early.stderr)")
-        #expect(early.stderr.contains("\(parts[1]) is shard 1/2 of run 'night-1', not of run 'night-2'"), "\(early.stderr)")
+        #expect(
+            early.stderr.contains("\(parts[1]) is shard 1/2 of run 'night-1', not of run 'night-2'"), "\(early.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive")) == archiveBefore)
         // A part whose run still holds its lock is refused, naming it.
         let fd = open(parts[0] + "/.thumbpipe", O_RDONLY | O_DIRECTORY)
@@ -139,7 +142,8 @@ struct ScaleOutTests {
         #expect(gaveUp.status == 65 && gaveUp.stderr.contains("gave up after waiting 1 s"), "\(gaveUp.stderr)")
         close(fd)
         // --wait: the merge waits while shard 1 runs, then merges this night's parts.
-        let waiting = try startThumbpipe(["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-2", "--wait", "120"])
+        let waiting = try startThumbpipe(
+            ["merge"] + parts + ["-o", folder + "/out", "--run-id", "night-2", "--wait", "120"])
         let one = try startShard(manifest, "1/2", parts[1], extra: ["--run-id", "night-2"])
         one.waitUntilExit()
         waiting.waitUntilExit()
@@ -175,7 +179,8 @@ struct ScaleOutTests {
         let path = folder + "/part-1/.thumbpipe/shard.json"
         let text = try String(contentsOfFile: path, encoding: .utf8)
         try #require(text.contains(original), "\(text)")
-        try text.replacingOccurrences(of: original, with: crafted).write(toFile: path, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: original, with: crafted).write(
+            toFile: path, atomically: true, encoding: .utf8)
         let result = try runThumbpipe(["merge", folder + "/part-0", folder + "/part-1", "-o", folder + "/out/sub"])
         #expect(result.status == 65, "\(result.stderr)")
         #expect(result.stderr.contains("not a valid shard description: \(reason)"), "\(result.stderr)")

@@ -180,9 +180,7 @@ public struct ProcessResult: Sendable {
 public func runThumbpipe(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil)
     throws -> ProcessResult
 {
-    var env = environment
-    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
-    return try runProcess(TestPaths.executable, arguments, environment: env, in: directory)
+    try runProcess(TestPaths.executable, arguments, environment: environment, in: directory)
 }
 
 /// Starts the built `thumbpipe` in the background (output discarded), for tests
@@ -192,7 +190,6 @@ public func startThumbpipe(_ arguments: [String], environment: [String: String] 
     process.executableURL = URL(fileURLWithPath: TestPaths.executable)
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
-    env["THUMBPIPE_PIPELINES"] = TestPaths.repository.appendingPathComponent("pipelines").path
     for (key, value) in environment { env[key] = value }
     process.environment = env
     process.standardError = FileHandle.nullDevice
@@ -202,13 +199,15 @@ public func startThumbpipe(_ arguments: [String], environment: [String: String] 
 }
 
 /// Runs a program to completion, capturing its output.
+/// With `inheriting: false`, the program sees `environment` and nothing else.
 public func runProcess(
-    _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: String? = nil
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], in directory: String? = nil,
+    inheriting: Bool = true
 ) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
+    var env = inheriting ? ProcessInfo.processInfo.environment : [:]
     for (key, value) in environment { env[key] = value }
     process.environment = env
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }

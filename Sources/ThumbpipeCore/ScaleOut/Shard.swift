@@ -133,7 +133,9 @@ public struct ShardInfo: Codable, Sendable, Equatable {
         if !(1...100_000).contains(shards) { return "shards \(shards) (1 to 100000)" }
         if !(0..<shards).contains(shard) { return "shard \(shard) of \(shards)" }
         if !(0...Self.maxItems).contains(manifestItems) { return "manifestItems \(manifestItems)" }
-        if !ManifestItem.isSafeKey(archiveFileName) { return "archiveFileName '\(archiveFileName)' is not a safe file name" }
+        if !ManifestItem.isSafeKey(archiveFileName) {
+            return "archiveFileName '\(archiveFileName)' is not a safe file name"
+        }
         if className.isEmpty || className.utf8.count > 1024 { return "className is empty or too long" }
         if let runId, !RunIdentity.isValid(runId) { return "runId is not a valid run identity" }
         var previous = -1
@@ -153,7 +155,10 @@ public enum RunIdentity {
     /// Kubernetes job name or generation, a date).
     public static func isValid(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 128
-            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._:+-".unicodeScalars.contains($0)) }
+            && id.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._:+-".unicodeScalars.contains($0))
+            }
     }
 
     /// Checks a `--run-id` value.
