@@ -69,7 +69,7 @@ test-deploy:
 	@if $(KVENV)/bin/kubernetes-validate --strict --quiet .build/job-broken.yaml >/dev/null 2>&1; then \
 	  echo "test-deploy: a broken job.yaml passed validation" >&2; exit 1; \
 	else echo "test-deploy: a broken job.yaml is rejected, as it must be"; fi
-	@sed 's/concurrencyPolicy: Forbid/concurrencyPolicy: Never/' deploy/kubernetes/cronjob.yaml > .build/cronjob-broken.yaml
+	@sed 's/completionMode: Indexed/completionMode: 4/' deploy/kubernetes/cronjob.yaml > .build/cronjob-broken.yaml
 	@if $(KVENV)/bin/kubernetes-validate --strict --quiet .build/cronjob-broken.yaml >/dev/null 2>&1; then \
 	  echo "test-deploy: a broken cronjob.yaml passed validation" >&2; exit 1; \
 	else echo "test-deploy: a broken cronjob.yaml is rejected, as it must be"; fi

@@ -36,6 +36,24 @@ in_root() {
     ' sh "$ROOT" "$@"
 }
 
+# 0. make install / make uninstall with PREFIX and DESTDIR: every file in place, the
+#    installed binary finds its pipelines under PREFIX/share, and uninstall leaves nothing.
+DEST=$WORK/dest PREFIX=/opt/thumbpipe
+make --no-print-directory -s install-files DESTDIR="$DEST" PREFIX="$PREFIX" >/dev/null
+for f in bin/thumbpipe share/thumbpipe/pipelines/homepwner.json share/man/man1/thumbpipe.1 \
+    share/bash-completion/completions/thumbpipe share/zsh/site-functions/_thumbpipe \
+    share/fish/vendor_completions.d/thumbpipe.fish; do
+    [ -f "$DEST$PREFIX/$f" ] || fail "make install did not install $PREFIX/$f"
+done
+(cd / && env -i HOME="$WORK" "$DEST$PREFIX/bin/thumbpipe" pipeline list) \
+    | grep -qx "homepwner	$DEST$PREFIX/share/thumbpipe/pipelines/homepwner.json" \
+    || fail "the installed binary does not find PREFIX/share/thumbpipe/pipelines"
+make --no-print-directory -s uninstall DESTDIR="$DEST" PREFIX="$PREFIX" >/dev/null
+left=$(find "$DEST" -type f)
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "test-install: make install / uninstall (PREFIX=$PREFIX, DESTDIR): 6 files in place, pipelines found under PREFIX/share, nothing left: ok"
+
+# 1. The .deb on a clean Debian 12.
 packaging/debian-root.sh "$CACHE"
 mkdir -p "$ROOT"
 tar -xf "$CACHE/bookworm-apt.tar" -C "$ROOT"
