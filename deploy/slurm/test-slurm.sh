@@ -67,6 +67,7 @@ submit() {
         --output="$WORK/logs/$label-%A_%a.log" \
         --export=ALL,PATH="$BIN:$PATH",MANIFEST="$manifest",OUT="$OUT" \
         deploy/slurm/thumbpipe.sbatch)
+    LAST_ARRAY=$array
     for k in $(seq 0 $((SHARDS - 1))); do parts+=("$OUT/part-$k"); done
     merge=$(sbatch --parsable --dependency=afterok:"$array" --kill-on-invalid-dep=yes \
         --chdir="$WORK" --output="$WORK/logs/$label-merge-%j.log" --export=ALL,PATH="$BIN:$PATH" \
@@ -109,6 +110,7 @@ decoded() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inc
 # 1. The array and the merge equal one machine's run.
 "$THUMBPIPE" run "$MANIFEST" -o "$WORK/single" -q || [ $? -eq 1 ] || fail "single run"
 submit "$MANIFEST" first || fail "the first submission"
+FIRST_ARRAY=$LAST_ARRAY
 same_output "$OUT/output" "$WORK/single" || fail "merged output differs from a single run"
 echo "test-slurm: merged output byte-identical to a single run"
 
@@ -127,6 +129,12 @@ done
 "$THUMBPIPE" run "$MANIFEST" -o "$WORK/fresh" -q || [ $? -eq 1 ] || fail "fresh single run"
 same_output "$OUT/output" "$WORK/fresh" || fail "merged output differs from a fresh single run"
 echo "test-slurm: after one photo changed, one shard redid it; merged output byte-identical to a fresh single run"
+# The parts now belong to the second submission: a merge naming the first is refused.
+status=0
+"$THUMBPIPE" merge "$OUT"/part-{0,1,2} -o "$WORK/stale" --run-id "$FIRST_ARRAY" -q 2>"$WORK/stale.err" || status=$?
+[ $status -eq 65 ] && grep -q "not of run '$FIRST_ARRAY'" "$WORK/stale.err" \
+    || fail "a merge of the first submission's run over the second's parts exited $status: $(cat "$WORK/stale.err")"
+echo "test-slurm: a merge naming the first submission's run is refused (65): $(head -c 160 "$WORK/stale.err")"
 
 # 3. A failing job is reported, not waited on.
 OUT=$WORK/failing
