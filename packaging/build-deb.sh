@@ -69,5 +69,8 @@ rm -f "$DEB"
 dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null
 echo "build-deb: $DEB ($(du -h "$DEB" | cut -f1)), Depends: $depends"
 # lintian must find no error (warnings and notes are printed for a reader).
-lintian --fail-on error --tag-display-limit 0 --info "$DEB" 2>&1 | grep -v "running with root privileges"; [ "${PIPESTATUS[0]}" -eq 0 ]
+status=0
+lintian --fail-on error --display-info --tag-display-limit 0 "$DEB" >"$WORK/lintian.log" 2>&1 || status=$?
+grep -v "running with root privileges" "$WORK/lintian.log" || true
+[ $status -eq 0 ] || { echo "build-deb: lintian found errors (exit $status)" >&2; exit 1; }
 echo "build-deb: lintian: no errors"
