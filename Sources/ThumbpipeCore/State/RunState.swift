@@ -197,6 +197,11 @@ struct FileStamp: Equatable, Codable, Sendable {
     var size: Int64
     var modified: Int64
 
+    init(size: Int64, modified: Int64) {
+        self.size = size
+        self.modified = modified
+    }
+
     init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }

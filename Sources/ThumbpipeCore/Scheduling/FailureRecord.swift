@@ -1,0 +1,27 @@
+import Foundation
+import Synchronization
+
+/// One item that could not be processed.
+public struct FailureRecord: Sendable, Codable {
+    /// The manifest line of the item.
+    public var line: Int
+    /// The item's key.
+    public var itemKey: String
+    /// The item's name.
+    public var itemName: String
+    /// The image path as the manifest wrote it.
+    public var source: String
+    /// The stage that failed.
+    public var stage: Stage
+    /// Why.
+    public var message: String
+
+    public init(line: Int, itemKey: String, itemName: String, source: String, stage: Stage, message: String) {
+        self.line = line
+        self.itemKey = itemKey
+        self.itemName = itemName
+        self.source = source
+        self.stage = stage
+        self.message = message
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+
+/// What happens to one item between the plan and the archive, decided in one place.
+///
+/// Built from the manifest item, its planned work and the previous run's record,
+/// it states where each output comes from, what the item's worker is asked to do,
+/// the item's date, and, once the job is done, the archive entry, the state record
+/// and what the report and the log say. It reads no file and starts no process:
+/// the runner gathers the facts (the job's outcome, file stamps) and carries out
+/// what the ledger settles (store files put in place or deleted).
+struct ItemLedger: Sendable {
+    /// Where the item's thumbnail comes from.
+    enum ThumbnailSource: Sendable, Equatable {
+        /// Made by the item's job.
+        case make
+        /// The previous run's, from the state (or its failure, when it failed).
+        case reuse
+        /// The archived thumbnail of a migrated item that has no store file.
+        case keepCarried
+        /// None.
+        case none
+    }
+
+    /// Where the item's store file comes from.
+    enum StoreSource: Sendable, Equatable {
+        /// Encoded by the item's job.
+        case make
+        /// A migrated archive's store file, placed as it is.
+        case carry
+        /// The one the previous run wrote, kept.
+        case keep
+        /// None: the item has no photo.
+        case none
+    }
+
+    /// The settings' fingerprints a record carries.
+    struct Fingerprints: Sendable, Equatable {
+        var thumbnail: String
+        var store: String
+        /// What a failed item's record carries instead of ``thumbnail``.
+        var failure: String
+
+        init(thumbnail: String, store: String, failure: String) {
+            self.thumbnail = thumbnail
+            self.store = store
+            self.failure = failure
+        }
+
+        /// A run's fingerprints: the plan's, else the settings'.
+        init(settings: PipelineSettings, plan: IncrementalPlan?) {
+            thumbnail = plan?.thumbnailFingerprint ?? IncrementalPlan.thumbnailFingerprint(settings)
+            store = plan?.storeFingerprint ?? IncrementalPlan.storeFingerprint(settings)
+            failure = IncrementalPlan.failureFingerprint(settings)
+        }
+    }
+
+    let item: ManifestItem
+    let index: Int
+    let work: ItemWork?
+    let previous: ItemRecord?
+    let fingerprints: Fingerprints
+    /// The manifest file's time: the date of items that have no other.
+    let manifestDate: Date
+    /// Whether the run keeps a state (records are made only then).
+    let recordsState: Bool
+
+    /// Where the thumbnail comes from.
+    let thumbnail: ThumbnailSource
+    /// Where the store file comes from.
+    let store: StoreSource
+
+    /// Whether the previous run's record is needed: only an item with a photo
+    /// that the plan does not call new has one worth reading.
+    static func needsPreviousRecord(_ item: ManifestItem, work: ItemWork?) -> Bool {
+        item.imagePath != nil && work != nil && work?.itemClass != .new
+    }
+
+    init(
+        item: ManifestItem, index: Int, work: ItemWork?, previous: ItemRecord?, fingerprints: Fingerprints,
+        manifestDate: Date, recordsState: Bool
+    ) {
+        self.item = item
+        self.index = index
+        self.work = work
+        self.previous = previous
+        self.fingerprints = fingerprints
+        self.manifestDate = manifestDate
+        self.recordsState = recordsState
+        guard item.imagePath != nil else {
+            if case .thumbnail = item.carried { thumbnail = .keepCarried } else { thumbnail = .none }
+            store = .none
+            return
+        }
+        if work?.needsThumbnail ?? true {
+            thumbnail = .make
+        } else {
+            thumbnail = previous == nil ? .none : .reuse
+        }
+        if work?.needsStore ?? true {
+            store = item.carried == .storeFile ? .carry : .make
+        } else {
+            store = .keep
+        }
+    }
+
+    /// Whether the item is settled without a job: it has no photo, or nothing of it is redone.
+    var settlesWithoutJob: Bool { store == .none || (thumbnail == .reuse && store == .keep) }
+
+    /// The job for the item's worker (which is asked for nothing when the item only
+    /// carries its store file and reuses its thumbnail).
+    func job(source: String, temporaryPath: String) -> ItemJob {
+        ItemJob(
+            index: index, itemKey: item.itemKey, source: source, makeThumbnail: thumbnail == .make,
+            makeStore: store == .make, temporaryPath: temporaryPath, hashSource: work?.sourceUnchanged != true)
+    }
+
+    /// The item's thumbnail once its job is done: the job's, else the reused one;
+    /// a failure of the job wins.
+    func thumbnailResult(outcome: ItemOutcome, reused: Result<Data, ItemFailure>?) -> Result<Data, ItemFailure>? {
+        if let failure = outcome.failure { return .failure(failure) }
+        return outcome.thumbnail.map { .success($0) } ?? reused
+    }
+
+    /// Whether a store file the job wrote goes into place: only with a thumbnail,
+    /// so an item is never half made.
+    func keepsWrittenStore(_ thumbnail: Result<Data, ItemFailure>?) -> Bool {
+        if case .success = thumbnail { return true }
+        return false
+    }
+
+    /// Whether a migrated item's store file is placed now: unless its source failed.
+    func placesCarriedStore(_ outcome: ItemOutcome) -> Bool { store == .carry && outcome.failure == nil }
+
+    /// The item's date, by one rule: the manifest's date; else, for an item not
+    /// read this run, the date its record holds; else the photo's EXIF
+    /// DateTimeOriginal unless it lies more than a day after `now`; else the photo
+    /// file's time (a guess, with the reason the report lists); and for an item
+    /// without a photo (or a time), the manifest file's time.
+    /// - Parameter read: the header of a photo read this run (nil when it could not
+    ///   be read); nil as a whole when the photo was not read.
+    func date(read: SourceHeader??, fileTime: () -> Date?, now: Date) -> (date: Date, guess: String?) {
+        if let date = item.dateCreated { return (date, nil) }
+        guard item.imagePath != nil else { return (manifestDate, nil) }
+        guard let header = read else {
+            return (previous?.dateCreated.map { Date(timeIntervalSince1970: $0) } ?? manifestDate, nil)
+        }
+        let exif = header?.dateTimeOriginal
+        if let exif, exif <= now.addingTimeInterval(86_400) { return (exif, nil) }
+        let reason =
+            exif.map { "EXIF date \(ISO8601Format.string($0)) is in the future; the file's time was used" }
+            ?? "no EXIF date; the file's time was used"
+        return (fileTime() ?? manifestDate, reason)
+    }
+
+    /// What the item comes to: its archive entry, its state record (or that it is
+    /// forgotten), and the facts the report and the log keep.
+    /// - Parameters:
+    ///   - thumbnail: the thumbnail or failure (``thumbnailResult(outcome:reused:)``,
+    ///     or the reused one when no job ran).
+    ///   - outcome: what the job did; nil when no job ran.
+    ///   - storeInPlace: the item's migrated store file already is its store file
+    ///     (a failure then leaves it, as it is the user's).
+    ///   - sourceStamp: the photo's stamp, when the job did not take one.
+    ///   - storeStamp: the store file's stamp after this item's writes.
+    ///   - logs: whether a `--log` entry is wanted.
+    func settle(
+        thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date, dateGuess: String?,
+        storeInPlace: Bool, sourceStamp: () -> FileStamp?, storeStamp: () -> FileStamp?, logs: Bool
+    ) -> Settlement {
+        guard item.imagePath != nil else {
+            var kept: Data? = nil
+            if case .thumbnail(let png) = item.carried { kept = png }
+            let finished = FinishedItem(index: index, archived: archived(date: date, png: kept), hasImage: false)
+            // An item without a photo costs its archive record: the state is written only when it changed.
+            if recordsState && work?.itemClass != .unchanged {
+                finished.record = record(
+                    outcome: nil, failure: nil, date: finished.archived.dateCreated, sourceStamp: sourceStamp,
+                    storeStamp: storeStamp)
+            }
+            if logs {
+                finished.log = ItemLogEntry(
+                    item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
+            }
+            return Settlement(finished: finished, deletesStore: false)
+        }
+        var png: Data? = nil
+        var failure: ItemFailure? = nil
+        switch thumbnail {
+        case .success(let data): png = data
+        case .failure(let f): failure = f
+        case nil: break
+        }
+        // An item without a usable image has no store file, not even an old one
+        // (but a migrated store file in place is the user's, and stays).
+        let deletesStore = failure != nil && !(item.carried == .storeFile && storeInPlace)
+        if failure != nil { png = nil }
+        let finished = FinishedItem(
+            index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
+        if logs {
+            finished.log = ItemLogEntry(
+                item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
+                reason: failure?.recorded ?? work?.reason ?? "new",
+                milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
+        }
+        if let failure {
+            finished.failure = FailureRecord(
+                line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
+                stage: failure.stage, message: failure.message)
+        } else if let dateGuess {
+            finished.dateGuess = DateGuess(
+                itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: dateGuess)
+        }
+        guard let outcome else { return Settlement(finished: finished, deletesStore: deletesStore) }
+        if failure == nil && !outcome.warnings.isEmpty {
+            finished.warning = WarningRecord(
+                itemKey: item.itemKey, line: item.line, source: item.image ?? "", messages: outcome.warnings)
+        }
+        finished.spans = outcome.spans.totals
+        finished.bytesRead = outcome.bytesRead
+        finished.decoded = outcome.decoded
+        if outcome.decoded, let header = outcome.header {
+            let stages = Dictionary(
+                uniqueKeysWithValues: finished.spans.map { ($0.key.rawValue, StageTimings.round($0.value)) })
+            finished.profile = ItemProfile(
+                itemKey: item.itemKey, itemName: item.itemName, line: item.line, position: index,
+                source: item.image ?? "", format: header.format, width: header.width, height: header.height,
+                bytes: outcome.bytesRead, stages: stages,
+                seconds: StageTimings.round(finished.spans.values.reduce(0, +)),
+                thumbnail: png)
+        }
+        if recordsState {
+            if failure?.transient == true {
+                // A circumstance of this run (a timeout, a crash): tried again next run.
+                finished.forget = true
+            } else {
+                finished.record = record(
+                    outcome: outcome, failure: failure, date: finished.archived.dateCreated, sourceStamp: sourceStamp,
+                    storeStamp: storeStamp)
+            }
+        }
+        return Settlement(finished: finished, deletesStore: deletesStore)
+    }
+
+    /// What ``settle(thumbnail:outcome:date:dateGuess:storeInPlace:sourceStamp:storeStamp:logs:)`` decided.
+    struct Settlement {
+        /// The archive entry, the record and the report's and log's facts.
+        var finished: FinishedItem
+        /// The item's store file must go (it failed).
+        var deletesStore: Bool
+    }
+
+    private func archived(date: Date, png: Data?) -> ArchivedItem {
+        ArchivedItem(
+            itemName: item.itemName, serialNumber: item.serialNumber, valueInDollars: item.valueInDollars,
+            dateCreated: item.dateCreated ?? date, itemKey: item.itemKey, thumbnailData: png)
+    }
+
+    /// What the state records of an item this run redid.
+    private func record(
+        outcome: ItemOutcome?, failure: ItemFailure?, date: Date, sourceStamp: () -> FileStamp?,
+        storeStamp: () -> FileStamp?
+    ) -> ItemRecord {
+        let source = outcome?.sourceStamp ?? (item.imagePath == nil ? nil : sourceStamp())
+        let stored = failure == nil ? storeStamp() : nil
+        let storeHash = outcome?.storeWritten == true ? outcome?.storeHash : previous?.storeHash
+        return ItemRecord(
+            itemKey: item.itemKey, sourcePath: item.imagePath ?? "", sourceSize: source?.size ?? -1,
+            sourceModified: source?.modified ?? -1,
+            sourceHash: outcome?.sourceHash ?? (work?.sourceUnchanged == true ? previous?.sourceHash : nil) ?? "",
+            thumbnailFingerprint: failure != nil ? fingerprints.failure : fingerprints.thumbnail,
+            storeFingerprint: fingerprints.store,
+            dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
+            storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
+            failure: failure?.recorded,
+            seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import Synchronization
+
+/// How a run is carried out.
+public struct RunOptions: Sendable {
+    /// The output folder (created when missing).
+    public var outputFolder: String
+    /// Worker processes; each runs one item at a time.
+    public var jobs: Int
+    /// Items that may be in flight ahead of the archive writer; bounds memory.
+    public var window: Int
+    /// The `thumbpipe` executable the workers run (`thumbpipe __worker`).
+    public var workerExecutable: String
+    /// The output folder's lock, when the caller already holds it (else the run takes it).
+    public var lock: OutputLock?
+
+    /// Creates options; `window` defaults to four items per job, the worker
+    /// executable to this process's own.
+    public init(
+        outputFolder: String, jobs: Int, window: Int? = nil, workerExecutable: String? = nil, lock: OutputLock? = nil
+    ) {
+        self.lock = lock
+        self.outputFolder = outputFolder
+        self.jobs = max(1, jobs)
+        self.window = max(2, window ?? 4 * max(1, jobs))
+        self.workerExecutable = workerExecutable ?? Self.currentExecutable
+    }
+
+    /// This process's executable, as the kernel knows it.
+    public static var currentExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+}

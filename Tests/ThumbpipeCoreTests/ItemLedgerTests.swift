@@ -1,0 +1,265 @@
+import Foundation
+import Testing
+
+@testable import ThumbpipeCore
+
+/// The item ledger decides, without files or processes, where each output of an
+/// item comes from, its date, and what its record and report say.
+@Suite("Item ledger: each item's fate, decided in one value")
+struct ItemLedgerTests {
+    static let fingerprints = ItemLedger.Fingerprints(thumbnail: "T1", store: "S1", failure: "F1")
+    static let manifestDate = Date(timeIntervalSince1970: 1_600_000_000)
+    static let now = Date(timeIntervalSince1970: 1_700_000_000)
+    static let exif = Date(timeIntervalSince1970: 1_500_000_000)
+    static let fileTime = Date(timeIntervalSince1970: 1_400_000_000)
+    static let png = Data([0x89, 0x50, 0x4E, 0x47])
+
+    static func item(image: Bool = true, date: Date? = nil, carried: ManifestItem.Carried? = nil) -> ManifestItem {
+        var item = ManifestItem(
+            line: 3, itemName: "Bike", serialNumber: "S4", valueInDollars: 12, dateCreated: date, itemKey: "KEY",
+            image: image ? "bike.jpg" : nil, imagePath: image ? "/photos/bike.jpg" : nil)
+        item.carried = carried
+        return item
+    }
+
+    static func work(_ itemClass: ItemClass, thumbnail: Bool, store: Bool, _ reasons: WorkReasons) -> ItemWork {
+        ItemWork(itemClass: itemClass, needsThumbnail: thumbnail, needsStore: store, reasons: reasons)
+    }
+
+    static func previous(failure: String? = nil) -> ItemRecord {
+        ItemRecord(
+            itemKey: "KEY", sourcePath: "/photos/bike.jpg", sourceSize: 10, sourceModified: 20, sourceHash: "H0",
+            thumbnailFingerprint: "T0", storeFingerprint: "S0", dateCreated: 1_300_000_000, storeSize: 30,
+            storeModified: 40, storeHash: "SH0", failure: failure, seconds: 0.5)
+    }
+
+    static func ledger(_ item: ManifestItem, _ work: ItemWork?, previous: ItemRecord? = nil) -> ItemLedger {
+        ItemLedger(
+            item: item, index: 0, work: work, previous: previous, fingerprints: fingerprints,
+            manifestDate: manifestDate, recordsState: true)
+    }
+
+    static func outcome(header exif: Date?, thumbnail: Data? = png, failure: ItemFailure? = nil) -> ItemOutcome {
+        var outcome = failure.map { ItemOutcome(failure: $0) } ?? ItemOutcome()
+        outcome.header = SourceHeader(
+            width: 4000, height: 3000, orientation: 1, format: "JPEG", dateTimeOriginal: exif, hasAlpha: false,
+            shrinkKind: 0)
+        if failure == nil {
+            outcome.thumbnail = thumbnail
+            outcome.storeWritten = true
+            outcome.storeHash = "SH1"
+            outcome.decoded = true
+        }
+        outcome.sourceHash = "H1"
+        outcome.sourceStamp = FileStamp(size: 11, modified: 21)
+        return outcome
+    }
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var item: ManifestItem
+        var work: ItemWork?
+        var previous: ItemRecord?
+        var thumbnail: ItemLedger.ThumbnailSource
+        var store: ItemLedger.StoreSource
+        var withoutJob: Bool
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            name: "new", item: item(), work: work(.new, thumbnail: true, store: true, .new), thumbnail: .make,
+            store: .make, withoutJob: false),
+        Case(
+            name: "no plan (a run without state)", item: item(), work: nil, thumbnail: .make, store: .make,
+            withoutJob: false),
+        Case(
+            name: "unchanged", item: item(), work: work(.unchanged, thumbnail: false, store: false, .unchanged),
+            previous: previous(), thumbnail: .reuse, store: .keep, withoutJob: true),
+        Case(
+            name: "failed before, unchanged", item: item(),
+            work: work(.unchanged, thumbnail: false, store: false, .unchanged),
+            previous: previous(failure: "decode: truncated"), thumbnail: .reuse, store: .keep, withoutJob: true),
+        Case(
+            name: "source changed", item: item(), work: work(.changed, thumbnail: true, store: true, .sourceChanged),
+            previous: previous(), thumbnail: .make, store: .make, withoutJob: false),
+        Case(
+            name: "thumbnail settings changed", item: item(),
+            work: work(.changed, thumbnail: true, store: false, .thumbnailSettingsChanged), previous: previous(),
+            thumbnail: .make, store: .keep, withoutJob: false),
+        Case(
+            name: "store settings changed", item: item(),
+            work: work(.changed, thumbnail: false, store: true, .storeSettingsChanged), previous: previous(),
+            thumbnail: .reuse, store: .make, withoutJob: false),
+        Case(
+            name: "carried from an archive with its store file", item: item(carried: .storeFile),
+            work: work(.new, thumbnail: true, store: true, .new), thumbnail: .make, store: .carry, withoutJob: false),
+        Case(
+            name: "carried from an archive without a store file", item: item(image: false, carried: .thumbnail(png)),
+            work: work(.new, thumbnail: false, store: false, .noImage), thumbnail: .keepCarried, store: .none,
+            withoutJob: true),
+        Case(
+            name: "no photo", item: item(image: false), work: work(.new, thumbnail: false, store: false, .noImage),
+            thumbnail: .none, store: .none, withoutJob: true),
+    ]
+
+    @Test("Where each output comes from, and whether a job runs", arguments: cases)
+    func sources(_ c: Case) {
+        let ledger = Self.ledger(c.item, c.work, previous: c.previous)
+        #expect(ledger.thumbnail == c.thumbnail)
+        #expect(ledger.store == c.store)
+        #expect(ledger.settlesWithoutJob == c.withoutJob)
+        if let path = c.item.imagePath {
+            let job = ledger.job(source: path, temporaryPath: "/out/.tmp")
+            #expect(job.makeThumbnail == (c.thumbnail == .make))
+            #expect(job.makeStore == (c.store == .make), "a carried store file is never encoded")
+        }
+    }
+
+    @Test("Only items with a photo that are not new read their previous record")
+    func previousRecord() {
+        #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: Self.work(.new, thumbnail: true, store: true, .new)))
+        #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: nil))
+        #expect(
+            !ItemLedger.needsPreviousRecord(
+                Self.item(image: false), work: Self.work(.changed, thumbnail: false, store: false, .noImage)))
+        #expect(
+            ItemLedger.needsPreviousRecord(
+                Self.item(), work: Self.work(.unchanged, thumbnail: false, store: false, .unchanged)))
+    }
+
+    @Test("The date, by one rule: manifest, then the record, then EXIF unless in the future, then the file's time")
+    func dates() {
+        let read = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
+        let header = Self.outcome(header: Self.exif).header
+        #expect(read.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now) == (Self.exif, nil))
+        // In the future by more than a day: the file's time, and why.
+        let future = Self.now.addingTimeInterval(2 * 86_400)
+        let (date, guess) = read.date(
+            read: .some(Self.outcome(header: future).header), fileTime: { Self.fileTime }, now: Self.now)
+        #expect(date == Self.fileTime)
+        #expect(guess?.contains("is in the future; the file's time was used") == true)
+        // A day ahead is still believed (a camera clock in another zone).
+        let soon = Self.now.addingTimeInterval(86_000)
+        #expect(
+            read.date(read: .some(Self.outcome(header: soon).header), fileTime: { nil }, now: Self.now).date == soon)
+        // No EXIF, or a photo that could not be read: the file's time, else the manifest's.
+        #expect(
+            read.date(read: .some(nil), fileTime: { Self.fileTime }, now: Self.now) == (
+                Self.fileTime, "no EXIF date; the file's time was used"
+            ))
+        #expect(read.date(read: .some(nil), fileTime: { nil }, now: Self.now).date == Self.manifestDate)
+        // Not read this run: the record's date.
+        let kept = Self.ledger(
+            Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: Self.previous())
+        #expect(
+            kept.date(read: nil, fileTime: { Self.fileTime }, now: Self.now) == (
+                Date(timeIntervalSince1970: 1_300_000_000), nil
+            ))
+        // The manifest's date wins over everything; an item without a photo takes the manifest file's.
+        let dated = Date(timeIntervalSince1970: 1_234_567_890)
+        let manifestDated = Self.ledger(Self.item(date: dated), nil)
+        #expect(manifestDated.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now) == (dated, nil))
+        let noPhoto = Self.ledger(Self.item(image: false), nil)
+        #expect(noPhoto.date(read: nil, fileTime: { Self.fileTime }, now: Self.now) == (Self.manifestDate, nil))
+    }
+
+    @Test("A new item made by its job: archive entry, record with this run's fingerprints and stamps")
+    func settleMade() {
+        let ledger = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
+        let outcome = Self.outcome(header: Self.exif)
+        let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: nil)
+        #expect(ledger.keepsWrittenStore(thumbnail))
+        let settled = ledger.settle(
+            thumbnail: thumbnail, outcome: outcome, date: Self.exif, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { FileStamp(size: 31, modified: 41) }, logs: true)
+        #expect(!settled.deletesStore)
+        let finished = settled.finished
+        #expect(finished.archived.thumbnailData == Self.png)
+        #expect(finished.archived.dateCreated == Self.exif)
+        #expect(finished.archived.serialNumber == "S4" && finished.archived.valueInDollars == 12)
+        #expect(finished.failure == nil && !finished.forget)
+        #expect(finished.log?.action == "new")
+        #expect(finished.profile?.format == "JPEG")
+        let record = try! #require(finished.record)
+        #expect(record.thumbnailFingerprint == "T1" && record.storeFingerprint == "S1")
+        #expect(record.sourceSize == 11 && record.sourceModified == 21 && record.sourceHash == "H1")
+        #expect(record.storeSize == 31 && record.storeModified == 41 && record.storeHash == "SH1")
+        #expect(record.dateCreated == Self.exif.timeIntervalSince1970)
+        #expect(record.failure == nil)
+    }
+
+    @Test(
+        "A failure of the source: no thumbnail, the store file deleted, the failure recorded with its own fingerprint")
+    func settleFailed() {
+        let ledger = Self.ledger(
+            Self.item(), Self.work(.changed, thumbnail: true, store: true, .sourceChanged), previous: Self.previous())
+        let outcome = Self.outcome(header: nil, failure: ItemFailure(.decode, "truncated JPEG"))
+        let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: .success(Self.png))
+        #expect(!ledger.keepsWrittenStore(thumbnail), "a failed item's store file never goes into place")
+        let settled = ledger.settle(
+            thumbnail: thumbnail, outcome: outcome, date: Self.fileTime, dateGuess: "no EXIF date", storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { FileStamp(size: 1, modified: 1) }, logs: true)
+        #expect(settled.deletesStore)
+        #expect(settled.finished.archived.thumbnailData == nil)
+        #expect(settled.finished.failure?.message == "truncated JPEG")
+        #expect(settled.finished.dateGuess == nil, "a failed item's date is not listed as a guess")
+        #expect(settled.finished.log?.action == "failed" && settled.finished.log?.reason == "decode: truncated JPEG")
+        let record = try! #require(settled.finished.record)
+        #expect(record.thumbnailFingerprint == "F1" && record.failure == "decode: truncated JPEG")
+        #expect(record.storeSize == -1 && record.storeHash == "", "no store file is recorded for a failed item")
+    }
+
+    @Test("A timeout or crash is forgotten, to be tried again next run; a migrated store file in place stays")
+    func settleTransientAndInPlace() {
+        let ledger = Self.ledger(Self.item(carried: .storeFile), Self.work(.new, thumbnail: true, store: true, .new))
+        let outcome = Self.outcome(header: nil, failure: ItemFailure(.decode, "timed out", transient: true))
+        #expect(!ledger.placesCarriedStore(outcome))
+        let settled = ledger.settle(
+            thumbnail: ledger.thumbnailResult(outcome: outcome, reused: nil), outcome: outcome, date: Self.now,
+            dateGuess: nil, storeInPlace: true, sourceStamp: { nil }, storeStamp: { nil }, logs: false)
+        #expect(settled.finished.forget && settled.finished.record == nil)
+        #expect(!settled.deletesStore, "the user's own store file, in place, is never deleted")
+        #expect(settled.finished.log == nil)
+        #expect(ledger.placesCarriedStore(Self.outcome(header: nil)))
+    }
+
+    @Test("Unchanged items settle from the record: the reused thumbnail or failure, no new record")
+    func settleUnchanged() {
+        let ledger = Self.ledger(
+            Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: Self.previous())
+        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let settled = ledger.settle(
+            thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: true)
+        #expect(settled.finished.archived.thumbnailData == Self.png)
+        #expect(settled.finished.record == nil, "nothing changed: nothing to record")
+        #expect(settled.finished.log?.action == "unchanged")
+        let failedBefore = ledger.settle(
+            thumbnail: .failure(ItemFailure(recorded: "decode: truncated")), outcome: nil, date: date, dateGuess: nil,
+            storeInPlace: false, sourceStamp: { nil }, storeStamp: { nil }, logs: true)
+        #expect(
+            failedBefore.finished.failure?.stage == .decode && failedBefore.finished.failure?.message == "truncated")
+        #expect(failedBefore.finished.log?.action == "failed")
+    }
+
+    @Test("An item without a photo: its carried thumbnail kept, recorded unless unchanged, never a store file")
+    func settleWithoutPhoto() {
+        let carried = Self.ledger(
+            Self.item(image: false, carried: .thumbnail(Self.png)),
+            Self.work(.new, thumbnail: false, store: false, .noImage))
+        let settled = carried.settle(
+            thumbnail: nil, outcome: nil, date: Self.manifestDate, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { FileStamp(size: 1, modified: 1) }, storeStamp: { nil }, logs: true)
+        #expect(settled.finished.archived.thumbnailData == Self.png)
+        #expect(!settled.finished.hasImage && !settled.deletesStore)
+        #expect(settled.finished.record?.sourceSize == -1, "no photo: no source stamp")
+        #expect(settled.finished.log?.reason == "no image")
+        let unchanged = Self.ledger(
+            Self.item(image: false), Self.work(.unchanged, thumbnail: false, store: false, .unchanged))
+        let again = unchanged.settle(
+            thumbnail: nil, outcome: nil, date: Self.manifestDate, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: false)
+        #expect(again.finished.record == nil && again.finished.archived.thumbnailData == nil)
+    }
+}
