@@ -10,10 +10,10 @@ struct Arguments {
 
     /// A command's arguments, or nil after printing `help` for `-h`/`--help`.
     /// `-q`/`--quiet` is taken here: the terminal has already read it.
-    static func forCommand(_ arguments: [String], help: String) -> Arguments? {
+    static func forCommand(_ arguments: [String], help: String) throws -> Arguments? {
         var args = Arguments(arguments)
         if args.flag("-h", "--help") {
-            printOut(help)
+            try printOut(help)
             return nil
         }
         _ = args.flag("-q", "--quiet")

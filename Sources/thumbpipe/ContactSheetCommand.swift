@@ -20,7 +20,7 @@ enum ContactSheetCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "contact-sheet.png"
         guard output.lowercased().hasSuffix(".png") else {
             throw ThumbpipeError(.usage, "contact-sheet writes PNG files: name the output .png, not '\(output)'")
@@ -30,6 +30,9 @@ enum ContactSheetCommand {
             try args.option("--per-sheet").map { try Int(option: $0, name: "--per-sheet", range: 1...100_000) } ?? 100
         let positionals = try args.finish(command: "contact-sheet")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "contact-sheet takes one ARCHIVE") }
+        var protected = ProtectedPaths()
+        protected.protect(file: positionals[0], as: "the archive")
+        let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
         let reader = try KeyedArchiveReader(path: positionals[0])
         // Failed items are told from items without a photo by the run's report, when it is there.
         let folder = URL(fileURLWithPath: positionals[0]).deletingLastPathComponent().path
@@ -37,7 +40,8 @@ enum ContactSheetCommand {
         let failures = Dictionary(
             (report?.failures ?? []).map { ($0.itemKey, $0.message) }, uniquingKeysWith: { first, _ in first })
         let paths = try ContactSheet.write(
-            from: reader, to: output, columns: columns, perSheet: perSheet, failures: failures)
+            from: reader, to: target.kind == .file ? target.path : output, columns: columns, perSheet: perSheet,
+            failures: failures, target: target)
         terminal.summary(
             "thumbpipe: \(reader.count) items on \(paths.count) sheet(s): \(paths.joined(separator: ", "))")
         return 0

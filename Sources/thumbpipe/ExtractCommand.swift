@@ -15,7 +15,7 @@ enum ExtractCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let positionals = try args.finish(command: "extract")
         guard positionals.count == 2 else { throw ThumbpipeError(.usage, "extract takes ARCHIVE and DIR") }
         let reader = try KeyedArchiveReader(path: positionals[0])

@@ -17,7 +17,7 @@ enum InspectCommand {
         """
 
     static func main(_ argv: [String]) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let json = args.flag("--json")
         let positionals = try args.finish(command: "inspect")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "inspect takes one ARCHIVE") }
@@ -38,7 +38,7 @@ enum InspectCommand {
                 }
                 let line = try JSONSerialization.data(
                     withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-                printOut(String(decoding: line, as: UTF8.self))
+                try printOut(String(decoding: line, as: UTF8.self))
             } else {
                 let thumb =
                     item.thumbnailData.map { data in
@@ -50,8 +50,9 @@ enum InspectCommand {
             }
         }
         if !json {
-            printOut(Table.render(header: ["KEY", "NAME", "SERIAL", "VALUE", "DATE CREATED", "THUMBNAIL"], rows: rows))
-            printOut("\(reader.count) items (\(reader.className))")
+            try printOut(
+                Table.render(header: ["KEY", "NAME", "SERIAL", "VALUE", "DATE CREATED", "THUMBNAIL"], rows: rows))
+            try printOut("\(reader.count) items (\(reader.className))")
         }
         return 0
     }

@@ -26,7 +26,7 @@ enum MergeCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         guard let output = try args.option("-o", "--output") else {
             throw ThumbpipeError(.usage, "merge needs -o OUT")
         }

@@ -29,7 +29,7 @@ enum PipelineCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let positionals = try args.finish(command: "pipeline")
         let catalog = PipelineCatalog()
         switch positionals.first {

@@ -19,11 +19,14 @@ enum ReportCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let target = try args.option("-o", "--output")
         let positionals = try args.finish(command: "report")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "report takes one output folder") }
-        let path = try HTMLReport.write(outputFolder: positionals[0], to: target)
+        var protected = ProtectedPaths()
+        protected.protect(outputFolder: positionals[0], archiveFileName: "items.archive")
+        let resolved = try target.map { try OutputTarget.resolve($0, for: "-o", protecting: protected) }
+        let path = try HTMLReport.write(outputFolder: positionals[0], to: resolved)
         terminal.summary("thumbpipe: report → \(path)")
         return 0
     }

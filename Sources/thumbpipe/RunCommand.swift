@@ -71,7 +71,7 @@ enum RunCommand {
         // Caught from the very start, so that no moment of a run dies of them
         // with temporaries left; the run stops at once when they arrive.
         let signals = SignalCatcher([SIGINT, SIGTERM])
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? PipelineCatalog.defaultName
         let tracePath = try args.option("--trace")
@@ -161,6 +161,17 @@ enum RunCommand {
                 positions: positions, runId: runId)
         }
         let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
+        // --log and --trace never write over what the run reads or owns.
+        var protected = ProtectedPaths()
+        if positionals[0] != "-" { protected.protect(file: positionals[0], as: "the manifest") }
+        let items = fullManifest.items
+        protected.protect(files: { items.indices.compactMap { items[$0].imagePath } }, as: "a source of the run")
+        protected.protect(outputFolder: output, archiveFileName: settings.archive.fileName)
+        let logTarget = try logPath.map { try OutputTarget.resolve($0, for: "--log", protecting: protected) }
+        let traceTarget = try tracePath.map { try OutputTarget.resolve($0, for: "--trace", protecting: protected) }
+        if let logTarget, let traceTarget, logTarget.kind == .file, logTarget.path == traceTarget.path {
+            throw ThumbpipeError(.usage, "--log and --trace name the same file \(logTarget.path)")
+        }
 
         if dryRun {
             let lock = try OutputLock.ifPresent(folder: output)
@@ -173,7 +184,7 @@ enum RunCommand {
                 verifyContent: verifyContent)
             try plan.checkRemovals(
                 limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
-            printPlan(plan, manifest: manifest, json: json)
+            try printPlan(plan, manifest: manifest, json: json)
             return 0
         }
         let lock = try BatchRunner.prepareOutputFolder(output)
@@ -187,7 +198,7 @@ enum RunCommand {
         try plan.checkRemovals(
             limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
         let options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
-        let log = try logPath.map { try ItemLog(path: $0) }
+        let log = try logTarget.map { try ItemLog(target: $0) }
         var onItem: (@Sendable (ItemLogEntry) -> Void)? = nil
         if let log { onItem = { entry in log.write(entry) } }
         let total = manifest.items.count
@@ -205,7 +216,7 @@ enum RunCommand {
             onItem: onItem)
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state,
-            trace: try tracePath.map { try TraceWriter(path: $0, workers: jobs) }, hooks: hooks)
+            trace: try traceTarget.map { try TraceWriter(target: $0, workers: jobs) }, hooks: hooks)
         let cancel = CancellationFlag()
         signals.forward(to: cancel)
 
@@ -230,6 +241,7 @@ enum RunCommand {
         try shardInfo?.write(in: output)
         if let log {
             for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
+            try log.finish()
         }
         if !noHTML {
             do {
@@ -301,7 +313,7 @@ enum RunCommand {
     }
 
     /// Prints a dry run's plan: counts, then one line per item that is not unchanged.
-    static func printPlan(_ plan: IncrementalPlan, manifest: Manifest, json: Bool) {
+    static func printPlan(_ plan: IncrementalPlan, manifest: Manifest, json: Bool) throws {
         let counts = plan.counts
         if json {
             var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
@@ -316,20 +328,20 @@ enum RunCommand {
                 "counts": Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), "items": items,
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
-                printOut(String(decoding: data, as: UTF8.self))
+                try printOut(String(decoding: data, as: UTF8.self))
             }
             return
         }
-        printOut(
+        try printOut(
             "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
         )
         for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
-            printOut(
+            try printOut(
                 "  \(work.itemClass.rawValue)\t\(item.itemName)\t\(item.image ?? "(no image)")\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
             )
         }
-        for key in plan.removed { printOut("  removed\t\(key)") }
+        for key in plan.removed { try printOut("  removed\t\(key)") }
     }
 }
 
@@ -383,20 +395,30 @@ final class SignalCatcher {
 /// `run --log FILE`: one JSON line per item, written as items reach the archive.
 final class ItemLog: Sendable {
     private let descriptor: Int32
+    private let target: OutputTarget
+    /// The first write that failed: the run ends with 74 after its archive.
+    private let failure = Mutex<ThumbpipeError?>(nil)
 
-    init(path: String) throws {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw ThumbpipeError(.cannotCreate, "\(path): cannot create the log: \(ThumbpipeError.errnoText())")
-        }
+    init(target: OutputTarget) throws {
+        self.target = target
+        descriptor = try target.open()
     }
 
-    deinit { close(descriptor) }
+    deinit { if target.kind != .standardOutput { close(descriptor) } }
 
     func write(_ entry: ItemLogEntry) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(entry) else { return }
-        writeAll(descriptor, String(decoding: data, as: UTF8.self) + "\n")
+        guard let data = try? encoder.encode(entry), failure.withLock({ $0 == nil }) else { return }
+        do {
+            try (data + Data("\n".utf8)).withUnsafeBytes { try OutputTarget.writeAll(descriptor, $0, to: target.path) }
+        } catch let error as ThumbpipeError {
+            failure.withLock { $0 = ThumbpipeError(.ioError, "--log \(error.message)") }
+        } catch {}
+    }
+
+    /// - Throws: ``ThumbpipeError`` (74) when any line could not be written.
+    func finish() throws {
+        if let error = failure.withLock({ $0 }) { throw error }
     }
 }

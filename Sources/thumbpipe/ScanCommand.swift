@@ -23,7 +23,7 @@ enum ScanCommand {
         """
 
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
-        guard var args = Arguments.forCommand(argv, help: help) else { return 0 }
+        guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output")
         let recursive = args.flag("-r", "--recursive")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
@@ -39,8 +39,12 @@ enum ScanCommand {
             } catch {
                 throw ThumbpipeError(.cannotCreate, "\(base): cannot create: \(ThumbpipeError.describe(error))")
             }
+            var protected = ProtectedPaths()
+            let photos = result.entries.map(\.path)
+            protected.protect(files: { photos }, as: "a photo the scan found")
+            let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
             let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
-            try TemporaryFile.write(Data(text.utf8), to: output)
+            try target.write(Data(text.utf8))
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }

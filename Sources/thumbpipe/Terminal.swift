@@ -99,9 +99,10 @@ final class Terminal: Sendable {
     }
 }
 
-/// Standard output, for data and help.
-func printOut(_ text: String) {
-    writeAll(1, text + "\n")
+/// Standard output, for data and help: one line.
+/// - Throws: ``ThumbpipeError`` (74) when it cannot be written.
+func printOut(_ text: String) throws {
+    try writeOut(text + "\n")
 }
 
 /// Writes data a command was asked for to standard output.

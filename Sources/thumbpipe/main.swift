@@ -46,7 +46,7 @@ func main() -> Int32 {
     do {
         switch command {
         case "--help", "-h", "help":
-            printOut(usage)
+            try printOut(usage)
             return 0
         case "--version", "-V", "version":
             try writeOut(BuildInfo.description + "\n")

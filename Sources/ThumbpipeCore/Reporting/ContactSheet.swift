@@ -71,9 +71,11 @@ public struct ContactSheet: Sendable {
     /// Renders every sheet of `reader`'s items and writes them as PNG files named from `base`.
     /// - Returns: the paths written.
     /// - Throws: ``ThumbpipeError`` for unreadable archives (65) or unwritable files (73/74).
+    /// - Parameter target: the first sheet's target, when the user named it (a FIFO
+    ///   or device is written through); later sheets are files beside it.
     public static func write(
         from reader: KeyedArchiveReader, to base: String, columns: Int = 10, perSheet: Int = 100,
-        failures: [String: String] = [:]
+        failures: [String: String] = [:], target: OutputTarget? = nil
     ) throws -> [String] {
         try Vips.start()
         let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
@@ -109,6 +111,11 @@ public struct ContactSheet: Sendable {
                 try sheet.draw(item, at: index, on: &canvas)
             }
             let png = try PNGEncode().apply(canvas)
+            if page == 0, let target {
+                try target.write(png)
+                paths.append(target.path)
+                continue
+            }
             let path = sheetPath(base, index: page)
             try TemporaryFile.write(png, to: path)
             paths.append(path)

@@ -53,7 +53,7 @@ public enum HTMLReport {
     /// - Returns: the path written.
     /// - Throws: ``ThumbpipeError`` (66) without a report, (74) when the page cannot be written.
     @discardableResult
-    public static func write(outputFolder: String, to path: String? = nil) throws -> String {
+    public static func write(outputFolder: String, to path: OutputTarget? = nil) throws -> String {
         let report = try RunReport.read(outputFolder + "/.thumbpipe/report.json")
         var thumbnails: [String: Data] = [:]
         let archive = outputFolder + "/" + (report.settings?.archive.fileName ?? "items.archive")
@@ -82,10 +82,10 @@ public enum HTMLReport {
     /// Writes a rendered page (atomically) to `path`, by default `OUT/.thumbpipe/report.html`.
     /// - Returns: the path written.
     @discardableResult
-    public static func write(_ page: String, outputFolder: String, to path: String? = nil) throws -> String {
-        let target = path ?? outputFolder + "/.thumbpipe/report.html"
-        try TemporaryFile.write(Data(page.utf8), to: target)
-        return target
+    public static func write(_ page: String, outputFolder: String, to target: OutputTarget? = nil) throws -> String {
+        let target = target ?? .own(outputFolder + "/.thumbpipe/report.html")
+        try target.write(Data(page.utf8))
+        return target.path
     }
 
     // MARK: - Sections

@@ -9,18 +9,26 @@ public final class TraceWriter: Sendable {
         var first = true
         var failed: (any Error)?
     }
-    private let file: TemporaryFile
-    private let path: String
+    /// A regular file is written under a temporary name and renamed into place;
+    /// a FIFO, device or standard output is written straight through.
+    private let file: TemporaryFile?
+    private let stream: Int32
+    private let target: OutputTarget
     private let origin: UInt64
     private let state = Mutex(State())
 
-    /// Starts a trace at `path` (written under a temporary name until ``finish()``).
+    /// Starts a trace at `target` (a file is written under a temporary name until ``finish()``).
     /// - Parameter workers: how many worker tracks to name.
     /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
-    public init(path: String, workers: Int) throws {
-        let url = URL(fileURLWithPath: path)
-        file = try TemporaryFile(in: url.deletingLastPathComponent().path)
-        self.path = path
+    public init(target: OutputTarget, workers: Int) throws {
+        self.target = target
+        if target.kind == .file {
+            file = try TemporaryFile(in: URL(fileURLWithPath: target.path).deletingLastPathComponent().path)
+            stream = -1
+        } else {
+            file = nil
+            stream = try target.open()
+        }
         origin = Spans.now
         var head = #"{"displayTimeUnit":"ms","traceEvents":["#
         head += #"{"name":"process_name","ph":"M","pid":1,"args":{"name":"thumbpipe"}}"#
@@ -61,7 +69,11 @@ public final class TraceWriter: Sendable {
     private func flush(_ state: inout State) {
         guard state.failed == nil else { return }
         do {
-            try state.buffer.withUnsafeBytes { try file.write($0) }
+            if let file {
+                try state.buffer.withUnsafeBytes { try file.write($0) }
+            } else {
+                try state.buffer.withUnsafeBytes { try OutputTarget.writeAll(stream, $0, to: target.path) }
+            }
         } catch {
             state.failed = error
         }
@@ -76,11 +88,15 @@ public final class TraceWriter: Sendable {
             flush(&state)
             if let failed = state.failed { throw failed }
         }
-        try file.commit(to: path)
+        if let file {
+            try file.commit(to: target.path)
+        } else if target.kind != .standardOutput {
+            close(stream)
+        }
     }
 
     /// Removes the unfinished trace.
-    public func abandon() { file.discard() }
+    public func abandon() { file?.discard() }
 
     static func escape(_ text: String) -> String { JSONText.escape(text) }
 }

@@ -1,0 +1,192 @@
+import Foundation
+
+/// A file a user names for thumbpipe to write (`--log`, `--trace`, `-o FILE`),
+/// resolved once by one policy:
+///
+/// - `-` is standard output.
+/// - A symlink is followed, deliberately: the file it names is written (created
+///   when it does not exist yet), the link stays (`/dev/stdout` is a link to the
+///   process's descriptor).
+/// - A FIFO, a terminal, `/dev/null` or any other non-regular file is written
+///   through, never renamed over.
+/// - A regular file (or a new one) is written whole under a temporary name and
+///   renamed over it, or, for a log written as it goes, opened and truncated.
+/// - What the run reads or owns is refused (64): the manifest, a source photo,
+///   anything inside an output folder.
+public struct OutputTarget: Sendable, Equatable {
+    /// How the target is written.
+    public enum Kind: Sendable, Equatable {
+        /// Standard output (`-`).
+        case standardOutput
+        /// A FIFO, a device or another non-regular file: written straight through.
+        case stream
+        /// A regular file, or one that does not exist yet.
+        case file
+    }
+
+    /// How it is written.
+    public let kind: Kind
+    /// The path written: for a file, its real path (symlinks followed).
+    public let path: String
+
+    /// Resolves `given`, the value of `option`, checking it against `protected`.
+    /// - Throws: ``ThumbpipeError``: 64 when it names something the run reads or
+    ///   owns, or a folder; 73 when its folder does not exist.
+    public static func resolve(_ given: String, for option: String, protecting protected: ProtectedPaths = .init())
+        throws -> OutputTarget
+    {
+        // Standard output is written through its descriptor, so a shell's `>>` appends.
+        if ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"].contains(given) {
+            return OutputTarget(kind: .standardOutput, path: "/dev/stdout")
+        }
+        // The process's own descriptors are streams, whatever they are open on: never
+        // a path to rename over (a shell's `>>` file would be replaced, not appended to).
+        if ["/dev/stdout", "/dev/stderr"].contains(given) || given.hasPrefix("/dev/fd/")
+            || given.hasPrefix("/proc/self/fd/")
+        {
+            return OutputTarget(kind: .stream, path: given)
+        }
+        var path = given
+        // A symlink whose file does not exist yet is followed to where it points.
+        for _ in 0..<8 {
+            var link = stat()
+            var info = stat()
+            guard lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK, stat(path, &info) != 0 else { break }
+            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { break }
+            path =
+                destination.hasPrefix("/")
+                ? destination
+                : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(destination).path
+        }
+        var info = stat()
+        let exists = stat(path, &info) == 0
+        if exists {
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: throw ThumbpipeError(.usage, "\(option) \(given) is a folder; name a file")
+            case S_IFREG: break
+            // /dev/stdout, a FIFO, a terminal: opened as named (a /proc link to a pipe has no real path).
+            default: return OutputTarget(kind: .stream, path: path)
+            }
+        }
+        let real: String
+        if exists, let resolved = OutputGuard.realPath(path) {
+            real = resolved
+        } else {
+            let url = URL(fileURLWithPath: path)
+            guard let folder = OutputGuard.realPath(url.deletingLastPathComponent().path) else {
+                // A folder the run has yet to make (its output folder) is checked as written.
+                if let what = protected.owner(of: url.standardizedFileURL.path, info: nil) {
+                    throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
+                }
+                throw ThumbpipeError(
+                    .cannotCreate, "\(option) \(given): its folder does not exist (\(ThumbpipeError.errnoText()))")
+            }
+            real = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
+        }
+        if let what = protected.owner(of: real, info: exists ? info : nil) {
+            throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
+        }
+        return OutputTarget(kind: .file, path: real)
+    }
+
+    /// A target thumbpipe chose itself (a default path inside its output folder).
+    public static func own(_ path: String) -> OutputTarget { OutputTarget(kind: .file, path: path) }
+
+    /// Writes `data` whole: a file atomically (a temporary renamed over it),
+    /// anything else straight through.
+    /// - Throws: ``ThumbpipeError`` (73/74) when it cannot be written.
+    public func write(_ data: Data) throws {
+        if kind == .file {
+            try TemporaryFile.write(data, to: path)
+            return
+        }
+        let fd = try open()
+        defer { if kind != .standardOutput { close(fd) } }
+        try data.withUnsafeBytes { try Self.writeAll(fd, $0, to: path) }
+    }
+
+    /// Opens the target to write as one goes (a log): a file created or truncated,
+    /// anything else as it is. The caller closes it (but never standard output's).
+    /// - Throws: ``ThumbpipeError`` (73) when it cannot be opened.
+    public func open() throws -> Int32 {
+        if kind == .standardOutput { return STDOUT_FILENO }
+        let flags = kind == .file ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_WRONLY | O_CLOEXEC
+        let fd = Glibc.open(path, flags, 0o644)
+        guard fd >= 0 else {
+            throw ThumbpipeError(.cannotCreate, "\(path): cannot open for writing: \(ThumbpipeError.errnoText())")
+        }
+        return fd
+    }
+
+    /// Writes all of `bytes` to `fd`, through EINTR and short writes.
+    /// - Throws: ``ThumbpipeError`` (74) naming `path` when a write fails (a full disk, a closed reader).
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, to path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw ThumbpipeError(.ioError, "\(path): cannot write: \(ThumbpipeError.errnoText())") }
+            offset += n
+        }
+    }
+}
+
+/// What a command's output files must never overwrite: files it reads (the
+/// manifest, the sources) and folders it owns (an output folder).
+public struct ProtectedPaths: Sendable {
+    private var files: [(path: String, what: String)] = []
+    private var folders: [(path: String, what: String)] = []
+    private var lists: [(paths: @Sendable () -> [String], what: String)] = []
+    private var outputs: [(path: String, archive: String)] = []
+
+    public init() {}
+
+    /// Protects one file (the manifest, an archive) as `what` ("the manifest").
+    public mutating func protect(file path: String, as what: String) { files.append((path, what)) }
+
+    /// Protects everything inside a folder (an output folder) as `what`.
+    public mutating func protect(folder path: String, as what: String) {
+        if let real = OutputGuard.realPath(path) { folders.append((real, what)) } else { folders.append((path, what)) }
+    }
+
+    /// Protects an output folder's own files: everything under `.thumbpipe/`, its
+    /// archive (even before it exists), and every file already in it (store files).
+    /// A new file beside them is allowed.
+    public mutating func protect(outputFolder path: String, archiveFileName: String) {
+        let real = OutputGuard.realPath(path) ?? URL(fileURLWithPath: path).standardizedFileURL.path
+        outputs.append((real, archiveFileName))
+    }
+
+    /// Protects many files (a run's sources), compared lazily: only those with the
+    /// target's file name are looked at, so a million sources cost a string compare each.
+    public mutating func protect(files paths: @escaping @Sendable () -> [String], as what: String) {
+        lists.append((paths, what))
+    }
+
+    /// What `real` (a real path; `info` its stat when it exists) belongs to, or nil.
+    func owner(of real: String, info: stat?) -> String? {
+        for folder in folders where real == folder.path || real.hasPrefix(folder.path + "/") {
+            return "inside \(folder.what) \(folder.path)"
+        }
+        for output in outputs where real.hasPrefix(output.path + "/") {
+            if real.hasPrefix(output.path + "/.thumbpipe/") || real == output.path + "/" + output.archive
+                || info != nil
+            {
+                return "one of the output folder's own files (\(output.path))"
+            }
+        }
+        guard let info else { return nil }
+        func same(_ path: String) -> Bool {
+            var other = stat()
+            return stat(path, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino
+        }
+        for file in files where same(file.path) { return file.what }
+        let name = "/" + URL(fileURLWithPath: real).lastPathComponent
+        for list in lists {
+            for path in list.paths() where (path.hasSuffix(name) || !path.contains("/")) && same(path) {
+                return list.what + " (\(path))"
+            }
+        }
+        return nil
+    }
+}
