@@ -49,6 +49,8 @@ enum RunCommand {
                                     manifest over a folder with items is always refused
           --verify-content          re-hash sources and store files instead of trusting
                                     their size and modification time
+          --prune-missing           an item whose photo is missing loses its thumbnail and
+                                    store file (by default they are kept, and reported)
           --shard K/N               do only the items whose itemKey hashes to shard K of N
                                     (0 ≤ K < N), as a partial output for 'thumbpipe merge'
           --run-id ID               with --shard: the run this part belongs to (e.g. a
@@ -79,6 +81,7 @@ enum RunCommand {
         let dryRun = args.flag("--dry-run")
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
+        let pruneMissing = args.flag("--prune-missing")
         let noHTML = args.flag("--no-html")
         let logPath = try args.option("--log")
         let recursive = args.flag("-r", "--recursive")
@@ -181,7 +184,7 @@ enum RunCommand {
                 FileManager.default.fileExists(atPath: statePath) ? try RunState(folder: output, readOnly: true) : nil
             let plan = try IncrementalPlan.make(
                 manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
-                verifyContent: verifyContent)
+                verifyContent: verifyContent, pruneMissing: pruneMissing)
             try plan.checkRemovals(
                 limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
             try printPlan(plan, manifest: manifest, json: json)
@@ -194,7 +197,7 @@ enum RunCommand {
             manifest: manifest, settings: settings, state: hadState ? state : nil, outputFolder: output)
         let plan = try IncrementalPlan.make(
             manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
-            verifyContent: verifyContent)
+            verifyContent: verifyContent, pruneMissing: pruneMissing)
         try plan.checkRemovals(
             limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
         let options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
@@ -256,10 +259,12 @@ enum RunCommand {
             }
         }
         let counts = result.classes
-        if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) > 0 {
+        if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) + (counts[.kept] ?? 0) > 0 {
             terminal.diagnostic(
                 "thumbpipe: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, "
-                    + "\(counts[.removed] ?? 0) removed; \(result.decodedItems) decoded")
+                    + "\(counts[.removed] ?? 0) removed"
+                    + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")
+                    + "; \(result.decodedItems) decoded")
         }
         if result.datesFromFileTimeCount > 0 {
             terminal.diagnostic(
@@ -334,6 +339,7 @@ enum RunCommand {
         }
         try printOut(
             "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
+                + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")
         )
         for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }

@@ -99,6 +99,10 @@ struct ItemLedgerTests {
             work: work(.new, thumbnail: false, store: false, .noImage), thumbnail: .keepCarried, store: .none,
             withoutJob: true),
         Case(
+            name: "source missing: outputs kept", item: item(),
+            work: work(.kept, thumbnail: false, store: false, .sourceMissing), previous: previous(), thumbnail: .reuse,
+            store: .keep, withoutJob: true),
+        Case(
             name: "no photo", item: item(image: false), work: work(.new, thumbnail: false, store: false, .noImage),
             thumbnail: .none, store: .none, withoutJob: true),
     ]
@@ -243,6 +247,47 @@ struct ItemLedgerTests {
         #expect(failedBefore.finished.log?.action == "failed")
     }
 
+    @Test("A missing source keeps its thumbnail, store file and date, fails of its own kind, and records since when")
+    func settleKept() {
+        let work = Self.work(.kept, thumbnail: false, store: false, .sourceMissing)
+        let ledger = Self.ledger(Self.item(), work, previous: Self.previous())
+        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let first = ledger.settle(
+            thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: true, now: Self.now)
+        #expect(!first.deletesStore)
+        #expect(first.finished.archived.thumbnailData == Self.png)
+        #expect(first.finished.archived.dateCreated == Date(timeIntervalSince1970: 1_300_000_000))
+        #expect(first.finished.failure?.kept == true)
+        #expect(first.finished.failure?.message.hasPrefix("source missing since 2023-11-14T22:13:20") == true)
+        #expect(first.finished.record?.missingSince == Self.now.timeIntervalSince1970)
+        #expect(first.finished.record?.storeHash == "SH0" && first.finished.record?.thumbnailFingerprint == "T0")
+        #expect(first.finished.log?.action == "kept")
+        // The next night: the same date, nothing to record again.
+        var since = Self.previous()
+        since.missingSince = Self.now.timeIntervalSince1970
+        let later = Self.ledger(Self.item(), work, previous: since).settle(
+            thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: false, now: Self.now.addingTimeInterval(86_400))
+        #expect(later.finished.record == nil)
+        #expect(later.finished.failure?.message.hasPrefix("source missing since 2023-11-14T22:13:20") == true)
+        // Its thumbnail lost from the state: it fails, but its store file still stays.
+        let lost = ledger.settle(
+            thumbnail: .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state")),
+            outcome: nil, date: date, dateGuess: nil, storeInPlace: false, sourceStamp: { nil }, storeStamp: { nil },
+            logs: false, now: Self.now)
+        #expect(!lost.deletesStore)
+        // Back: the record forgets since when, and nothing is redone.
+        let back = Self.ledger(
+            Self.item(), Self.work(.changed, thumbnail: false, store: false, .sourceBack), previous: since)
+        #expect(back.settlesWithoutJob)
+        let restored = back.settle(
+            thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: false, now: Self.now)
+        #expect(restored.finished.record?.missingSince == nil && restored.finished.record?.storeHash == "SH0")
+        #expect(restored.finished.thumbnail == Self.png, "the state keeps its thumbnail")
+    }
+
     @Test("An item without a photo: its carried thumbnail kept, recorded unless unchanged, never a store file")
     func settleWithoutPhoto() {
         let carried = Self.ledger(
@@ -261,5 +306,37 @@ struct ItemLedgerTests {
             thumbnail: nil, outcome: nil, date: Self.manifestDate, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: false)
         #expect(again.finished.record == nil && again.finished.archived.thumbnailData == nil)
+    }
+}
+
+/// An upgrade that changes an output's bytes redoes exactly that output.
+@Suite("Output versions are part of the fingerprints")
+struct OutputVersionTests {
+    @Test(
+        "A thumbnail version bump moves only the thumbnail's fingerprint; a store bump only the store's; libvips both")
+    func bumps() {
+        let settings = PipelineSettings()
+        let base = OutputVersions(thumbnail: 1, store: 1, libvips: "8.14.1")
+        func prints(_ v: OutputVersions) -> (String, String) {
+            (
+                IncrementalPlan.thumbnailFingerprint(settings, versions: v),
+                IncrementalPlan.storeFingerprint(settings, versions: v)
+            )
+        }
+        let (t0, s0) = prints(base)
+        var thumbnail = base
+        thumbnail.thumbnail = 2
+        #expect(prints(thumbnail).0 != t0 && prints(thumbnail).1 == s0)
+        var store = base
+        store.store = 2
+        #expect(prints(store).0 == t0 && prints(store).1 != s0)
+        var vips = base
+        vips.libvips = "8.15.0"
+        #expect(prints(vips).0 != t0 && prints(vips).1 != s0)
+        // This build's fingerprints are those of its own versions and libvips.
+        #expect(OutputVersions.current.libvips == LibVips.version)
+        #expect(
+            IncrementalPlan.thumbnailFingerprint(settings)
+                == IncrementalPlan.thumbnailFingerprint(settings, versions: .current))
     }
 }

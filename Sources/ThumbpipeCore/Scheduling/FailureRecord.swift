@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One item that could not be processed.
 public struct FailureRecord: Sendable, Codable {
@@ -15,6 +14,9 @@ public struct FailureRecord: Sendable, Codable {
     public var stage: Stage
     /// Why.
     public var message: String
+    /// Its source is missing and its last good outputs were kept (a failure of
+    /// its own kind: nothing was lost, but the source needs looking after).
+    public var kept: Bool? = nil
 
     public init(line: Int, itemKey: String, itemName: String, source: String, stage: Stage, message: String) {
         self.line = line

@@ -10,6 +10,9 @@ public enum ItemClass: String, Sendable, CaseIterable {
     case unchanged
     /// In the previous run but not in this manifest: its store file is deleted.
     case removed
+    /// Its source is missing (moved, unmounted): its last good thumbnail, store
+    /// file and date are kept, and it is reported (a failure of its own kind).
+    case kept
 }
 
 /// Why an item is in its class, for `--dry-run`: a few bits instead of a string per item.
@@ -28,12 +31,15 @@ public struct WorkReasons: OptionSet, Sendable {
     public static let storeSettingsChanged = WorkReasons(rawValue: 1 << 8)
     public static let storeFileMissing = WorkReasons(rawValue: 1 << 9)
     public static let storeFileDamaged = WorkReasons(rawValue: 1 << 10)
+    public static let sourceMissing = WorkReasons(rawValue: 1 << 11)
+    public static let sourceBack = WorkReasons(rawValue: 1 << 12)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
         (.forced, "--force"), (.sourceChanged, "source changed"), (.limitsChanged, "limits changed since it failed"),
         (.thumbnailSettingsChanged, "thumbnail settings changed"), (.storeSettingsChanged, "store settings changed"),
         (.storeFileMissing, "store file missing"), (.storeFileDamaged, "store file damaged"),
+        (.sourceMissing, "source missing"), (.sourceBack, "source back"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -82,12 +88,15 @@ public struct IncrementalPlan: Sendable {
         return result
     }
 
-    /// The fingerprint of the settings that shape a thumbnail.
-    public static func thumbnailFingerprint(_ settings: PipelineSettings) -> String {
+    /// The fingerprint of what shapes a thumbnail: its settings and the versions
+    /// of the code that makes it (``OutputVersions``).
+    public static func thumbnailFingerprint(_ settings: PipelineSettings, versions: OutputVersions = .current)
+        -> String
+    {
         let t = settings.thumbnail
         let l = settings.limits
         return ContentHash.hex(
-            "thumbnail|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
+            "thumbnail|v\(versions.thumbnail)|vips \(versions.libvips)|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
         )
     }
 
@@ -124,12 +133,13 @@ public struct IncrementalPlan: Sendable {
             "failure|\(thumbnailFingerprint(settings))|\(l.timeoutSeconds)|\(l.workerMemoryBytes)")
     }
 
-    /// The fingerprint of the settings that shape a store file.
-    public static func storeFingerprint(_ settings: PipelineSettings) -> String {
+    /// The fingerprint of what shapes a store file: its settings and the versions
+    /// of the code that makes it (``OutputVersions``).
+    public static func storeFingerprint(_ settings: PipelineSettings, versions: OutputVersions = .current) -> String {
         let s = settings.store
         let l = settings.limits
         return ContentHash.hex(
-            "store|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
+            "store|v\(versions.store)|vips \(versions.libvips)|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
         )
     }
 
@@ -140,9 +150,11 @@ public struct IncrementalPlan: Sendable {
     ///   - state: the previous run's state, or nil for a first run.
     ///   - force: redo everything.
     ///   - verifyContent: re-hash sources and store files instead of trusting size and mtime.
+    ///   - pruneMissing: an item whose source is missing loses its outputs (it fails),
+    ///     instead of keeping its last good ones.
     public static func make(
         manifest: Manifest, settings: PipelineSettings, state: RunState?, outputFolder: String, force: Bool,
-        verifyContent: Bool
+        verifyContent: Bool, pruneMissing: Bool = false
     ) throws -> IncrementalPlan {
         let thumbnailFP = thumbnailFingerprint(settings)
         let storeFP = storeFingerprint(settings)
@@ -183,12 +195,21 @@ public struct IncrementalPlan: Sendable {
                 plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
                 continue
             }
+            let stamp = FileStamp(path: path)
+            if stamp == nil && !pruneMissing && previous.failure == nil && previous.sourcePath == path
+                && access(path, F_OK) != 0
+            {
+                // Gone for now (an unmounted share, a moved folder): keep what it made,
+                // even under --force, which cannot redo it.
+                plan.work.append(
+                    ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: .sourceMissing))
+                continue
+            }
             if force {
                 plan.work.append(
                     ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .forced))
                 continue
             }
-            let stamp = FileStamp(path: path)
             var sourceChanged =
                 previous.sourcePath != path || stamp?.size != previous.sourceSize
                 || stamp?.modified != previous.sourceModified
@@ -226,7 +247,9 @@ public struct IncrementalPlan: Sendable {
                     reasons.insert(.storeFileDamaged)
                 }
             }
-            let changed = needsThumbnail || needsStore
+            // A source back after missing: nothing to redo, but its record forgets since when.
+            if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
+            let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
             if !changed {
                 plan.savedSeconds += previous.seconds
                 if previous.failure != nil { plan.keptFailures.append(position) }

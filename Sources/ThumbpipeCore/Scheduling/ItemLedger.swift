@@ -163,9 +163,11 @@ struct ItemLedger: Sendable {
     ///   - sourceStamp: the photo's stamp, when the job did not take one.
     ///   - storeStamp: the store file's stamp after this item's writes.
     ///   - logs: whether a `--log` entry is wanted.
+    ///   - now: the run's time (when a source is first found missing).
     func settle(
         thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date, dateGuess: String?,
-        storeInPlace: Bool, sourceStamp: () -> FileStamp?, storeStamp: () -> FileStamp?, logs: Bool
+        storeInPlace: Bool, sourceStamp: () -> FileStamp?, storeStamp: () -> FileStamp?, logs: Bool,
+        now: Date = Date()
     ) -> Settlement {
         guard item.imagePath != nil else {
             var kept: Data? = nil
@@ -183,6 +185,9 @@ struct ItemLedger: Sendable {
             }
             return Settlement(finished: finished, deletesStore: false)
         }
+        if work?.itemClass == .kept, let previous, case .success(let png) = thumbnail {
+            return settleKept(previous: previous, png: png, date: date, logs: logs, now: now)
+        }
         var png: Data? = nil
         var failure: ItemFailure? = nil
         switch thumbnail {
@@ -192,7 +197,8 @@ struct ItemLedger: Sendable {
         }
         // An item without a usable image has no store file, not even an old one
         // (but a migrated store file in place is the user's, and stays).
-        let deletesStore = failure != nil && !(item.carried == .storeFile && storeInPlace)
+        let deletesStore =
+            failure != nil && !(item.carried == .storeFile && storeInPlace) && work?.itemClass != .kept
         if failure != nil { png = nil }
         let finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
@@ -210,7 +216,14 @@ struct ItemLedger: Sendable {
             finished.dateGuess = DateGuess(
                 itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: dateGuess)
         }
-        guard let outcome else { return Settlement(finished: finished, deletesStore: deletesStore) }
+        guard let outcome else {
+            // A source that is back after missing: the record forgets since when.
+            if recordsState, failure == nil, var restored = previous, restored.missingSince != nil {
+                restored.missingSince = nil
+                finished.record = restored
+            }
+            return Settlement(finished: finished, deletesStore: deletesStore)
+        }
         if failure == nil && !outcome.warnings.isEmpty {
             finished.warning = WarningRecord(
                 itemKey: item.itemKey, line: item.line, source: item.image ?? "", messages: outcome.warnings)
@@ -241,7 +254,33 @@ struct ItemLedger: Sendable {
         return Settlement(finished: finished, deletesStore: deletesStore)
     }
 
-    /// What ``settle(thumbnail:outcome:date:dateGuess:storeInPlace:sourceStamp:storeStamp:logs:)`` decided.
+    /// An item whose source is missing: archived with its last good thumbnail and
+    /// date, its store file kept, and reported as kept since the night the source
+    /// was first missed (recorded then, so later nights say the same date).
+    private func settleKept(previous: ItemRecord, png: Data, date: Date, logs: Bool, now: Date) -> Settlement {
+        let since = Date(timeIntervalSince1970: previous.missingSince ?? now.timeIntervalSince1970)
+        let finished = FinishedItem(
+            index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
+        let message =
+            "source missing since \(ISO8601Format.string(since)): its last good thumbnail and store file are kept (--prune-missing drops them)"
+        var failure = FailureRecord(
+            line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "", stage: .decode,
+            message: message)
+        failure.kept = true
+        finished.failure = failure
+        if recordsState && previous.missingSince == nil {
+            var record = previous
+            record.missingSince = since.timeIntervalSince1970
+            finished.record = record
+        }
+        if logs {
+            finished.log = ItemLogEntry(
+                item, action: ItemClass.kept.rawValue, reason: "source missing since \(ISO8601Format.string(since))")
+        }
+        return Settlement(finished: finished, deletesStore: false)
+    }
+
+    /// What ``settle(thumbnail:outcome:date:dateGuess:storeInPlace:sourceStamp:storeStamp:logs:now:)`` decided.
     struct Settlement {
         /// The archive entry, the record and the report's and log's facts.
         var finished: FinishedItem

@@ -24,6 +24,9 @@ public struct ItemRecord: Sendable, Equatable {
     public var failure: String?
     /// How long the item took, in seconds (for the time a re-run saves).
     public var seconds: Double
+    /// Since when (seconds since 1970) its source has been missing while its last
+    /// good outputs are kept; nil while the source is there.
+    public var missingSince: Double? = nil
 }
 
 /// The incremental-run state in `OUT/.thumbpipe/state.sqlite` (SQLite, WAL):
@@ -32,9 +35,13 @@ public struct ItemRecord: Sendable, Equatable {
 /// Rows are committed as items finish, so a killed run resumes where it stopped.
 public final class RunState: @unchecked Sendable {
     /// The schema version this thumbpipe reads and writes.
-    public static let schemaVersion: Int64 = 1
+    /// 2 added `missing_since` (a source missing while its outputs are kept); a
+    /// version 1 state is upgraded in place when opened for writing.
+    public static let schemaVersion: Int64 = 2
     private let database: SQLiteDatabase
     private let lock = NSLock()
+    /// The state has `missing_since` (schema 2; a read-only schema 1 state has not).
+    private var hasMissingSince = true
 
     /// The state file of an output folder.
     public static func path(in folder: String) -> String { folder + "/.thumbpipe/state.sqlite" }
@@ -52,7 +59,10 @@ public final class RunState: @unchecked Sendable {
                 "\(database.path): written by a newer thumbpipe (state schema \(version); this one reads \(Self.schemaVersion)); run that version, or use a new output folder"
             )
         }
-        guard !readOnly else { return }
+        guard !readOnly else {
+            hasMissingSince = version != 1
+            return
+        }
         try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         if version == 0 {
             try database.execute(
@@ -71,10 +81,14 @@ public final class RunState: @unchecked Sendable {
                     store_hash TEXT NOT NULL,
                     failure TEXT,
                     seconds REAL NOT NULL,
-                    thumbnail BLOB
+                    thumbnail BLOB,
+                    missing_since REAL
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
+        } else if version == 1 {
+            try database.execute(
+                "ALTER TABLE items ADD COLUMN missing_since REAL; PRAGMA user_version = \(Self.schemaVersion);")
         }
         // Facts about the run as a whole (the archive it wrote); readers that do not know it ignore it.
         try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -106,7 +120,8 @@ public final class RunState: @unchecked Sendable {
             try database.query(
                 """
                 SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
-                       store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds
+                       store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
+                       \(hasMissingSince ? "missing_since" : "NULL")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -115,7 +130,8 @@ public final class RunState: @unchecked Sendable {
                     sourceModified: row.integer(3), sourceHash: row.text(4) ?? "",
                     thumbnailFingerprint: row.text(5) ?? "", storeFingerprint: row.text(6) ?? "",
                     dateCreated: row.real(7), storeSize: row.integer(8), storeModified: row.integer(9),
-                    storeHash: row.text(10) ?? "", failure: row.text(11), seconds: row.real(12) ?? 0)
+                    storeHash: row.text(10) ?? "", failure: row.text(11), seconds: row.real(12) ?? 0,
+                    missingSince: row.real(13))
             }
         }
         return result
@@ -156,7 +172,7 @@ public final class RunState: @unchecked Sendable {
         try lock.withLock {
             try database.query(
                 """
-                INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -164,7 +180,7 @@ public final class RunState: @unchecked Sendable {
                     .text(record.storeFingerprint), record.dateCreated.map { .real($0) } ?? .null,
                     .integer(record.storeSize), .integer(record.storeModified), .text(record.storeHash),
                     record.failure.map { .text($0) } ?? .null, .real(record.seconds),
-                    thumbnail.map { .blob($0) } ?? .null,
+                    thumbnail.map { .blob($0) } ?? .null, record.missingSince.map { .real($0) } ?? .null,
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {

@@ -1,0 +1,29 @@
+/// The versions of the code that makes each output, part of each output's
+/// fingerprint: after an upgrade that changes an output's bytes, an incremental
+/// run redoes exactly the outputs whose version moved, and no other.
+///
+/// Bump ``thumbnail`` with any change to a thumbnail's pixels or PNG bytes (the
+/// decode plan, the tap, the resampler, the rounded clip, the PNG encoder), and
+/// ``store`` with any change to a store file's bytes (decode, colour conversion,
+/// orientation, the JPEG encoder). The libvips version counts for both: its
+/// decoders and encoders shape every output.
+public struct OutputVersions: Sendable, Equatable {
+    /// The thumbnail code's version.
+    public var thumbnail: Int
+    /// The store code's version.
+    public var store: Int
+    /// The libvips version the outputs are made with.
+    public var libvips: String
+
+    /// This build's versions.
+    public static var current: OutputVersions {
+        OutputVersions(thumbnail: 1, store: 1, libvips: LibVips.version)
+    }
+
+    /// Versions as given (to test what a bump redoes).
+    public init(thumbnail: Int, store: Int, libvips: String) {
+        self.thumbnail = thumbnail
+        self.store = store
+        self.libvips = libvips
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import ThumbpipeCore
+import ThumbpipeTestSupport
+
+/// A nightly run over a collection that changes: nothing a user made is lost without being told.
+@Suite("Nightly: a source missing for a night keeps its outputs", .serialized)
+struct NightlyTests {
+    @Test(
+        "A missing photo keeps its thumbnail, store file and date; reported kept since the first night; back, nothing redone; --prune-missing drops it"
+    )
+    func missingSourceKept() throws {
+        let folder = TestPaths.temporaryFolder("nightly")
+        for (name, fixture) in [("a.jpg", "Nikon-D3100.jpg"), ("b.jpg", "Canon-EOS-1000D.jpg")] {
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("photos/" + fixture), toPath: folder + "/" + name)
+        }
+        let manifest = writeFile(
+            folder, "items.jsonl",
+            #"{"itemName": "A", "image": "a.jpg", "itemKey": "ka"}"# + "\n"
+                + #"{"itemName": "B", "image": "b.jpg", "itemKey": "kb"}"# + "\n")
+        let out = folder + "/out"
+        #expect(try runThumbpipe(["run", manifest, "-o", out, "-q"]).status == 0)
+        let before = try KeyedArchiveReader(path: out + "/items.archive").validItem(at: 1)
+        let store = FileManager.default.contents(atPath: out + "/kb")
+        #expect(store != nil)
+        // The share holding b.jpg is gone for the night.
+        try FileManager.default.moveItem(atPath: folder + "/b.jpg", toPath: folder + "/b-away.jpg")
+        let plan = try runThumbpipe(["run", manifest, "-o", out, "--dry-run"])
+        #expect(
+            plan.stdout.contains("plan: 0 new, 0 changed, 1 unchanged, 0 removed, 1 kept (source missing)"),
+            "\(plan.stdout)")
+        #expect(plan.stdout.contains("  kept\tB\tb.jpg\tkb\tsource missing"), "\(plan.stdout)")
+        let night = try runThumbpipe(["run", manifest, "-o", out, "-q", "--log", folder + "/log.jsonl"])
+        #expect(night.status == 1, "a kept item is a failure of its own kind: \(night.stderr)")
+        #expect(night.stderr.contains("b.jpg: source missing since "), "\(night.stderr)")
+        #expect(night.stderr.contains("1 kept (source missing)"))
+        let after = try KeyedArchiveReader(path: out + "/items.archive").validItem(at: 1)
+        #expect(after.thumbnailData == before.thumbnailData && after.dateCreated == before.dateCreated)
+        #expect(FileManager.default.contents(atPath: out + "/kb") == store, "the store file is kept byte for byte")
+        let log = try String(contentsOfFile: folder + "/log.jsonl", encoding: .utf8)
+        #expect(log.contains(#""action":"kept""#), "\(log)")
+        let failures = try readJSONObject(out + "/.thumbpipe/report.json").objects("failures")
+        #expect(failures.count == 1 && failures.first?["kept"] as? Bool == true, "\(failures)")
+        let since = night.stderr.components(separatedBy: "since ").last?.prefix(24)
+        // The next night, still missing: the same date.
+        let second = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(second.status == 1 && since != nil && second.stderr.contains("since \(since!)"), "\(second.stderr)")
+        // Back: nothing decoded, the state forgets it was missing, then all unchanged.
+        try FileManager.default.moveItem(atPath: folder + "/b-away.jpg", toPath: folder + "/b.jpg")
+        let back = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(
+            back.status == 0 && back.stderr.contains("0 new, 1 changed, 1 unchanged, 0 removed; 0 decoded"),
+            "\(back.stderr)")
+        let settled = try runThumbpipe(["run", manifest, "-o", out, "--dry-run"])
+        #expect(settled.stdout.contains("plan: 0 new, 0 changed, 2 unchanged, 0 removed"), "\(settled.stdout)")
+        // --prune-missing: the user asks for the old behaviour, outputs go.
+        try FileManager.default.removeItem(atPath: folder + "/b.jpg")
+        let pruned = try runThumbpipe(["run", manifest, "-o", out, "-q", "--prune-missing"])
+        #expect(pruned.status == 1 && pruned.stderr.contains("file not found"), "\(pruned.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/kb"))
+    }
+
+    @Test("A state from the previous schema (1) is upgraded in place and keeps every item")
+    func schemaUpgrade() throws {
+        let folder = TestPaths.temporaryFolder("schema")
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/a.jpg")
+        let manifest = writeFile(folder, "items.jsonl", #"{"itemName": "A", "image": "a.jpg"}"# + "\n")
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"]).status == 0)
+        // Rewrite the state as schema 1 wrote it: no missing_since column.
+        let script = """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            cols = [r[1] for r in c.execute('PRAGMA table_info(items)') if r[1] != 'missing_since']
+            c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
+            c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
+            c.execute('PRAGMA user_version=1'); c.commit()
+            """
+        #expect(
+            try runProcess("/usr/bin/python3", ["-c", script, folder + "/out/.thumbpipe/state.sqlite"]).status == 0)
+        let plan = try runThumbpipe(["run", manifest, "-o", folder + "/out", "--dry-run"])
+        #expect(plan.stdout.contains("plan: 0 new, 0 changed, 1 unchanged, 0 removed"), "\(plan.stdout) \(plan.stderr)")
+        let again = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(again.status == 0, "\(again.stderr)")
+        let version = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])",
+                folder + "/out/.thumbpipe/state.sqlite",
+            ])
+        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+    }
+}
