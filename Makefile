@@ -33,6 +33,32 @@ CACHE ?= $(HOME)/.cache/thumbpipe
 
 all: build
 
+# System libraries come from Debian through pkg-config; install them when missing.
+deps:
+	@if ! pkg-config --exists vips; then \
+	  echo "make: installing libvips-dev (pkg-config cannot find vips)"; \
+	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
+	fi
+	@if ! pkg-config --exists sqlite3; then \
+	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
+	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
+	fi
+	@if ! pkg-config --exists libseccomp; then \
+	  echo "make: installing libseccomp-dev (pkg-config cannot find libseccomp)"; \
+	  apt-get update -qq && $(APT_INSTALL) libseccomp-dev; \
+	fi
+	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
+	@# The deploy/ tests parse job.yaml with Debian's PyYAML.
+	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-yaml; }
+	@# The report's browser test renders the page in headless Chromium.
+	@command -v chromium >/dev/null || { apt-get update -qq && $(APT_INSTALL) chromium; }
+	@# Contact-sheet labels need one font.
+	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
+	@# The completion tests run the zsh and fish completions in those shells.
+	@command -v zsh >/dev/null && command -v fish >/dev/null || { apt-get update -qq && $(APT_INSTALL) zsh fish; }
+	@# The man page test and the install test read the page with man.
+	@command -v man >/dev/null || { apt-get update -qq && $(APT_INSTALL) man-db; }
+
 build: deps
 	THUMBPIPE_REVISION=$(REVISION) $(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
 
