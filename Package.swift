@@ -21,6 +21,17 @@ let cLibraries: [Target] = [
         pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]
     ),
+    // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
+    .systemLibrary(
+        name: "CSeccomp",
+        pkgConfig: "libseccomp",
+        providers: [.apt(["libseccomp-dev"])]
+    ),
+    // The worker's sandbox: Landlock's raw system calls and the seccomp filter.
+    .target(
+        name: "CSandbox",
+        dependencies: ["CSeccomp"]
+    ),
     // Fixed-arity wrappers over libvips's variadic calls, which Swift cannot call.
     .target(
         name: "CVipsShim",
@@ -40,7 +51,7 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim", "CSQLite", "CBuildInfo"]
+        dependencies: ["CVips", "CVipsShim", "CSQLite", "CBuildInfo", "CSandbox"]
     ),
     .executableTarget(
         name: "thumbpipe",
@@ -106,6 +117,6 @@ let swiftSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 for target in package.targets where target.type != .system {
-    if ["CVipsShim", "CReferenceVips", "CBuildInfo"].contains(target.name) { continue }
+    if ["CVipsShim", "CReferenceVips", "CBuildInfo", "CSandbox"].contains(target.name) { continue }
     target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
 }

@@ -26,6 +26,8 @@ _thumbpipe() {
     case $prev in
         --fail-on)
             COMPREPLY=($(compgen -W "none truncated error warning" -- "$cur")); return ;;
+        --sandbox)
+            COMPREPLY=($(compgen -W "required auto off" -- "$cur")); return ;;
         --formats)
             # A comma-separated list: complete the last name after the last comma.
             local head=${cur%,*} last=${cur##*,}
@@ -49,7 +51,7 @@ _thumbpipe() {
         run)
             opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale
                   --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html
-                  --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --shard --run-id
+                  --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --sandbox --shard --run-id
                   -q --quiet -h --help" ;;
         scan) opts="-o --output -r --recursive --ext -q --quiet -h --help" ;;
         inspect) opts="--json -q --quiet -h --help" ;;

@@ -34,6 +34,7 @@ enum ContactSheetCommand {
         protected.protect(file: positionals[0], as: "the archive")
         let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
         let reader = try KeyedArchiveReader(path: positionals[0])
+        try reader.checkKeysUnique()
         // Failed items are told from items without a photo by the run's report, when it is there.
         let folder = URL(fileURLWithPath: positionals[0]).deletingLastPathComponent().path
         let report = try? RunReport.read((folder.isEmpty ? "." : folder) + "/.thumbpipe/report.json")

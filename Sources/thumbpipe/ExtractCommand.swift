@@ -19,6 +19,7 @@ enum ExtractCommand {
         let positionals = try args.finish(command: "extract")
         guard positionals.count == 2 else { throw ThumbpipeError(.usage, "extract takes ARCHIVE and DIR") }
         let reader = try KeyedArchiveReader(path: positionals[0])
+        try reader.checkKeysUnique()
         let folder = positionals[1]
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -30,7 +30,7 @@ enum RunCommand {
           --fail-on LEVEL           none, truncated, error or warning (libvips fail_on;
                                     warning also fails items whose decoders warned)
           --formats LIST            loaders a source may use (default: jpeg,png,webp,
-                                    heif,tiff,gif; e.g. add svg, jp2k, jxl, magick)
+                                    heif,tiff,gif,jxl; e.g. add svg, jp2k, magick)
           --timeout S               seconds one item may take before its worker is killed
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --no-html                 do not write OUT/.thumbpipe/report.html
@@ -51,6 +51,9 @@ enum RunCommand {
                                     their size and modification time
           --prune-missing           an item whose photo is missing loses its thumbnail and
                                     store file (by default they are kept, and reported)
+          --sandbox MODE            how workers are confined before reading a source:
+                                    required, auto (default: what the kernel offers)
+                                    or off (see 'Sandbox' in the README)
           --shard K/N               do only the items whose itemKey hashes to shard K of N
                                     (0 ≤ K < N), as a partial output for 'thumbpipe merge'
           --run-id ID               with --shard: the run this part belongs to (e.g. a
@@ -60,7 +63,7 @@ enum RunCommand {
 
         Exit status: 0 all items done, 1 some items failed (listed on stderr and in
         the report), 64 bad command line, 65 bad manifest or pipeline file, 66 input
-        cannot be opened, 71 a worker process cannot be started, 73 output cannot be
+        cannot be opened, 70 --sandbox required cannot be had, 71 a worker process cannot be started, 73 output cannot be
         created, 74 read/write failure, 130/143 interrupted by SIGINT/SIGTERM.
 
         Every source is opened in a worker process: a source that hangs a decoder
@@ -82,6 +85,13 @@ enum RunCommand {
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
         let pruneMissing = args.flag("--prune-missing")
+        let sandbox =
+            try args.option("--sandbox").map { value -> SandboxMode in
+                guard let mode = SandboxMode(rawValue: value) else {
+                    throw ThumbpipeError(.usage, "--sandbox takes required, auto or off, not '\(value)'")
+                }
+                return mode
+            } ?? .auto
         let noHTML = args.flag("--no-html")
         let logPath = try args.option("--log")
         let recursive = args.flag("-r", "--recursive")
@@ -190,6 +200,8 @@ enum RunCommand {
             try printPlan(plan, manifest: manifest, json: json)
             return 0
         }
+        let support = Sandbox.probe()
+        try Sandbox.check(sandbox, support: support)
         let lock = try BatchRunner.prepareOutputFolder(output)
         let hadState = FileManager.default.fileExists(atPath: RunState.path(in: output))
         let state = try RunState(folder: output)
@@ -200,7 +212,8 @@ enum RunCommand {
             verifyContent: verifyContent, pruneMissing: pruneMissing)
         try plan.checkRemovals(
             limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
-        let options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
+        var options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
+        options.sandbox = sandbox
         let log = try logTarget.map { try ItemLog(target: $0) }
         var onItem: (@Sendable (ItemLogEntry) -> Void)? = nil
         if let log { onItem = { entry in log.write(entry) } }
@@ -227,13 +240,15 @@ enum RunCommand {
         let page = Mutex<String?>(nil)
         let drawn = DispatchGroup()
         let result = try runner.run(cancel: cancel) { result in
-            let report = RunReport(
+            var report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
+            report.sandbox = Sandbox.describe(sandbox, support: support)
             let json = try report.write(outputFolder: output)
+            let written = report
             if !noHTML {
                 drawn.enter()
                 Thread {
-                    let html = try? HTMLReport.render(justRun: report, written: json)
+                    let html = try? HTMLReport.render(justRun: written, written: json)
                     page.withLock { $0 = html }
                     drawn.leave()
                 }.start()

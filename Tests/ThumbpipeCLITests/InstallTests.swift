@@ -160,10 +160,11 @@ struct InstallTests {
         let result = try runThumbpipe(["--version"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
+        #expect(lines.count == 4)
         #expect(lines.first == "thumbpipe \(RunReport.version)")
         #expect(lines.dropFirst().first?.hasPrefix("revision ") == true)
-        #expect(lines.last == "libvips \(LibVips.version)")
+        #expect(lines[2] == "libvips \(LibVips.version)")
+        #expect(lines[3].hasPrefix("sandbox "))
     }
 
     /// The options a command's --help lists under OPTIONS.

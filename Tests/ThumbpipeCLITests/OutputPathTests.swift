@@ -119,6 +119,18 @@ struct OutputPathTests {
         }
     }
 
+    @Test("A manifest without newlines (a binary file, /dev/zero on stdin) is refused at once (65), not buffered whole")
+    func unboundedLine() throws {
+        let folder = TestPaths.temporaryFolder("zero")
+        FileManager.default.createFile(
+            atPath: folder + "/binary.jsonl", contents: Data(repeating: 0x41, count: 3 << 20))
+        let file = try runThumbpipe(["run", folder + "/binary.jsonl", "-o", folder + "/out"])
+        #expect(file.status == 65 && file.stderr.contains("binary.jsonl:1: line longer than 1 MiB"), "\(file.stderr)")
+        let stdin = try runProcess(
+            "/bin/sh", ["-c", #"exec "$0" run - -o "$1" < /dev/zero"#, TestPaths.executable, folder + "/out2"])
+        #expect(stdin.status == 65 && stdin.stderr.contains("stdin:1: line longer than 1 MiB"), "\(stdin.stderr)")
+    }
+
     @Test("scan -o refuses a photo it found (64); -o names a file, not a folder")
     func scanOutput() throws {
         let (folder, _, photo) = try collection()

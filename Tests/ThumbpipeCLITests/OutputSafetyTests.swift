@@ -318,6 +318,26 @@ struct OutputSafetyTests {
         try writer.finish()
     }
 
+    @Test("extract and contact-sheet refuse an archive that uses a key twice (65), before writing anything")
+    func duplicateKeys() throws {
+        let folder = TestPaths.temporaryFolder("dupkeys")
+        let writer = try KeyedArchiveWriter(path: folder + "/dup.archive", className: "BNRItem", itemCount: 3)
+        for (name, key) in [("a", "one"), ("b", "two"), ("c", "one")] {
+            try writer.append(
+                ArchivedItem(
+                    itemName: name, serialNumber: "", valueInDollars: 0,
+                    dateCreated: Date(timeIntervalSinceReferenceDate: 0),
+                    itemKey: key, thumbnailData: declaredPNG(width: 4, height: 4)))
+        }
+        try writer.finish()
+        let extract = try runThumbpipe(["extract", folder + "/dup.archive", folder + "/thumbs"])
+        #expect(extract.status == 65, "\(extract.stderr)")
+        #expect(extract.stderr.contains("itemKey 'one' is used by items 1 and 3"), "\(extract.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/thumbs/one.png"))
+        let sheet = try runThumbpipe(["contact-sheet", folder + "/dup.archive", "-o", folder + "/sheet.png"])
+        #expect(sheet.status == 65 && !FileManager.default.fileExists(atPath: folder + "/sheet.png"), "\(sheet.stderr)")
+    }
+
     @Test("Keys read from an archive follow the manifest's rule: extract and merge refuse '../' keys")
     func craftedKeys() throws {
         let folder = TestPaths.temporaryFolder("crafted")

@@ -56,22 +56,46 @@ struct ScaleTests {
     @Test("Lines split across reads at any byte give the same lines")
     func lineReaderSplits() throws {
         let text = Array("one\n\ntwo\r\nthree-without-newline".utf8)
-        func lines(splitAt cut: Int) -> [String] {
-            var reader = LineReader()
+        func lines(splitAt cut: Int) throws -> [String] {
+            var reader = LineReader(fileName: "m.jsonl")
             var out: [String] = []
             let collect = { (line: UnsafeRawBufferPointer, number: Int) in
                 out.append("\(number):\(String(decoding: line, as: UTF8.self))")
             }
-            text.withUnsafeBytes { raw in
-                reader.feed(UnsafeRawBufferPointer(rebasing: raw[0..<cut]), collect)
-                reader.feed(UnsafeRawBufferPointer(rebasing: raw[cut...]), collect)
+            try text.withUnsafeBytes { raw in
+                try reader.feed(UnsafeRawBufferPointer(rebasing: raw[0..<cut]), collect)
+                try reader.feed(UnsafeRawBufferPointer(rebasing: raw[cut...]), collect)
             }
-            reader.finish(collect)
+            try reader.finish(collect)
             return out
         }
-        let whole = lines(splitAt: 0)
+        let whole = try lines(splitAt: 0)
         #expect(whole == ["1:one", "2:", "3:two\r", "4:three-without-newline"])
-        for cut in 0...text.count { #expect(lines(splitAt: cut) == whole, "cut at \(cut)") }
+        for cut in 0...text.count { #expect(try lines(splitAt: cut) == whole, "cut at \(cut)") }
+    }
+
+    @Test("A line longer than 1 MiB ends reading with its line number, whole or arriving in pieces")
+    func lineReaderCap() throws {
+        let long = [UInt8](repeating: 0x61, count: LineReader.maxLineBytes + 1)
+        for pieces in [1, 3, 1000] {
+            var reader = LineReader(fileName: "m.jsonl")
+            var seen = 0
+            let step = (long.count + pieces - 1) / pieces
+            let error = #expect(throws: ThumbpipeError.self) {
+                try Array("ok\n".utf8).withUnsafeBytes { try reader.feed($0) { _, _ in seen += 1 } }
+                try long.withUnsafeBytes { raw in
+                    for start in stride(from: 0, to: raw.count, by: step) {
+                        try reader.feed(UnsafeRawBufferPointer(rebasing: raw[start..<min(raw.count, start + step)])) {
+                            _, _ in seen += 1
+                        }
+                    }
+                }
+                try reader.finish { _, _ in seen += 1 }
+            }
+            #expect(error?.exitStatus == 65)
+            #expect(error?.message.hasPrefix("m.jsonl:2: line longer than 1 MiB") == true, "\(error?.message ?? "")")
+            #expect(seen == 1)
+        }
     }
 
     @Test("A key used twice is reported at its first repeat, before any later error")

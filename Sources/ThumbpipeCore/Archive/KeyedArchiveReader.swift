@@ -139,6 +139,25 @@ public final class KeyedArchiveReader {
         }
     }
 
+    /// Checks that no item key is used twice (a crafted or damaged archive): the
+    /// keys name files, so a second one would overwrite the first's.
+    /// - Throws: ``ThumbpipeError`` (65) naming the key and both positions.
+    public func checkKeysUnique() throws {
+        var seen: [UInt64: Int] = [:]
+        seen.reserveCapacity(count)
+        for position in 0..<count {
+            let key = try validItem(at: position).itemKey
+            let hash = Array(key.utf8).withUnsafeBytes { ContentHash.xxh64($0) }
+            if let first = seen[hash], try validItem(at: first).itemKey == key {
+                throw ThumbpipeError(
+                    .dataError,
+                    "\(source): not a valid items archive: itemKey '\(key)' is used by items \(first + 1) and \(position + 1)"
+                )
+            }
+            seen[hash] = position
+        }
+    }
+
     /// Every item, in archive order (for small archives; large ones read ``item(at:)`` one by one).
     public func items() throws -> [ArchivedItem] {
         try (0..<count).map { try item(at: $0) }

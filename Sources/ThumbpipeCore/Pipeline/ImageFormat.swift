@@ -11,7 +11,9 @@ public enum ImageFormat: String, Sendable, CaseIterable, Codable {
     case jp2k, jxl, svg, pdf, magick, openexr, fits, rad, ppm, analyze, mat, vips, csv, matrix, openslide
 
     /// The default allow-list: the photo formats (HEIF covers HEIC and AVIF).
-    public static let photoFormats: [ImageFormat] = [.jpeg, .png, .webp, .heif, .tiff, .gif]
+    /// JPEG XL is one: phones and cameras write it, browsers show it, and its
+    /// decoder, like every other, runs confined (``Sandbox``).
+    public static let photoFormats: [ImageFormat] = [.jpeg, .png, .webp, .heif, .tiff, .gif, .jxl]
 
     /// The libvips class every loader of this format derives from.
     var loaderClass: String {

@@ -59,6 +59,8 @@ public struct RunReport: Sendable, Codable {
     }
 
     public var thumbpipeVersion = RunReport.version
+    /// How the run's workers were confined (``Sandbox``), e.g. `Landlock ABI 7 (files, TCP) and seccomp`.
+    public var sandbox: String?
     public var manifest: String?
     public var output: String?
     public var jobs: Int?

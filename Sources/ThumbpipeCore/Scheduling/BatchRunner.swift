@@ -46,6 +46,8 @@ public final class BatchRunner: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: folder + "/.thumbpipe", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: OutputFolder.workFolder(folder), withIntermediateDirectories: true)
         } catch {
             throw ThumbpipeError(
                 .cannotCreate, "\(folder): cannot create output folder: \(ThumbpipeError.describe(error))")
@@ -58,6 +60,7 @@ public final class BatchRunner: Sendable {
         // The lock is ours: every temporary here belongs to a run that is gone.
         TemporaryFile.removeStale(in: folder)
         TemporaryFile.removeStale(in: folder + "/.thumbpipe")
+        TemporaryFile.removeStale(in: OutputFolder.workFolder(folder))
         return lock
     }
 
@@ -83,7 +86,8 @@ public final class BatchRunner: Sendable {
             return unchanged
         }
         let supervisor = try Supervisor(
-            executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder)
+            executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder,
+            sandbox: options.sandbox)
         defer { supervisor.reapExiting() }
         let items = manifest.items
         let planned = plan?.work
@@ -130,6 +134,7 @@ public final class BatchRunner: Sendable {
             trace?.abandon()
             try? state?.commit()
             TemporaryFile.removeStale(in: options.outputFolder)
+            TemporaryFile.removeStale(in: OutputFolder.workFolder(options.outputFolder))
             throw error
         }
         if let plan {
@@ -288,7 +293,8 @@ public final class BatchRunner: Sendable {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
-        let job = ledger.job(source: path, temporaryPath: TemporaryFile.name(in: options.outputFolder))
+        let job = ledger.job(
+            source: path, temporaryPath: TemporaryFile.name(in: OutputFolder.workFolder(options.outputFolder)))
         let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
         return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
     }

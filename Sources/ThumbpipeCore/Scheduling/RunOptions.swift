@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// How a run is carried out.
 public struct RunOptions: Sendable {
@@ -13,6 +12,8 @@ public struct RunOptions: Sendable {
     public var workerExecutable: String
     /// The output folder's lock, when the caller already holds it (else the run takes it).
     public var lock: OutputLock?
+    /// How workers are confined (``Sandbox``).
+    public var sandbox: SandboxMode = .auto
 
     /// Creates options; `window` defaults to four items per job, the worker
     /// executable to this process's own.

@@ -133,12 +133,17 @@ final class Supervisor: Sendable {
     private let peaks = Mutex<[Int: Int]>([:])
 
     /// Prepares workers of `executable` for `settings`, writing into `outputFolder`.
-    init(executable: String, settings: PipelineSettings, outputFolder: String) throws {
+    init(executable: String, settings: PipelineSettings, outputFolder: String, sandbox: SandboxMode = .auto) throws {
         self.executable = executable
         timeoutSeconds = settings.limits.timeoutSeconds
-        hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder))
-        environment = VipsModules.workerEnvironment(
+        let work = OutputFolder.workFolder(outputFolder)
+        hello = try WorkerProtocol.encode(
+            WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder, workFolder: work, sandbox: sandbox))
+        var environment = VipsModules.workerEnvironment(
             allowing: settings.limits.formats.compactMap(ImageFormat.init(rawValue:)))
+        // libvips spills large images where the sandbox lets the worker write.
+        environment["TMPDIR"] = work
+        self.environment = environment
     }
 
     /// A job given to a slot's worker, waiting for its outcome. A slot keeps

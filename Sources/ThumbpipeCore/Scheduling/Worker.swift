@@ -37,11 +37,25 @@ public enum Worker {
         }
         let runner = ItemJobRunner(settings: hello.settings, outputFolder: hello.outputFolder)
         let faults = Fault.fromEnvironment()
+        // From here on, every byte read may be hostile.
+        // The tests' fault marker (a testing aid) stays writable.
+        let marker = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT_MARKER"].map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().path
+        }
+        if let problem = Sandbox.enter(hello.sandbox, writable: hello.workFolder, also: marker),
+            hello.sandbox == .required
+        {
+            FileHandle.standardError.write(Data("thumbpipe worker: cannot enter the sandbox: \(problem)\n".utf8))
+            return 70
+        }
         while case .message(let data) = WorkerProtocol.receive(from: 0, deadline: nil) {
             guard let job = try? WorkerProtocol.decode(ItemJob.self, data) else { return 70 }
-            let outcome = runner.run(job) {
-                for fault in faults where job.source.contains(fault.text) { fault.inject() }
-            }
+            let escape = faults.first { $0.kind == .escape && job.source.contains($0.text) }
+            let outcome =
+                escape.map { ItemOutcome(failure: $0.tryToEscape(from: job)) }
+                ?? runner.run(job) {
+                    for fault in faults where job.source.contains(fault.text) { fault.inject() }
+                }
             guard let reply = try? WorkerProtocol.encode(outcome), (try? WorkerProtocol.send(reply, to: replies)) != nil
             else { return 74 }
         }
@@ -62,11 +76,13 @@ public enum Worker {
 
     /// A testing aid: `THUMBPIPE_FAULT=crash:TEXT` makes a worker raise SIGSEGV,
     /// `hang:TEXT` sleep forever, and `pause:TEXT` sleep 2 s, when about to open
-    /// a source whose path contains TEXT (several, comma-separated). With
+    /// a source whose path contains TEXT (several, comma-separated); `escape:TEXT`
+    /// makes it act as an exploited decoder would, for that item: write a file
+    /// beside the source, connect to 127.0.0.1 over TCP, and exec `/bin/true`. With
     /// `THUMBPIPE_FAULT_MARKER=FILE`, the worker first creates FILE, so a test
     /// knows the moment.
     struct Fault {
-        enum Kind: String { case crash, hang, pause }
+        enum Kind: String { case crash, hang, pause, escape }
         var kind: Kind
         var text: String
 
@@ -92,7 +108,56 @@ public enum Worker {
                 while true { sleep(1000) }
             case .pause:
                 usleep(2_000_000)
+            case .escape:
+                break
             }
+        }
+
+        /// What an exploited decoder would try; each attempt the sandbox refuses
+        /// is named. The item fails either way (and with no sandbox, the exec
+        /// replaces the worker, which the parent sees end).
+        func tryToEscape(from job: ItemJob) -> ItemFailure {
+            var refused: [String] = []
+            var escaped: [String] = []
+            let target =
+                URL(fileURLWithPath: job.source).deletingLastPathComponent().path + "/thumbpipe-escape-\(getpid())"
+            let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                close(fd)
+                escaped.append("wrote \(target)")
+            } else {
+                refused.append("write \(target): \(ThumbpipeError.errnoText())")
+            }
+            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            if socketFD < 0 {
+                refused.append("TCP socket: \(ThumbpipeError.errnoText())")
+            } else {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(9).bigEndian
+                address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                // Nothing listens on port 9: refused by the kernel's TCP is not the sandbox.
+                if connected != 0 && (errno == EACCES || errno == EPERM) {
+                    refused.append("connect 127.0.0.1:9: \(ThumbpipeError.errnoText())")
+                } else {
+                    escaped.append("opened a TCP socket")
+                }
+                close(socketFD)
+            }
+            let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+            execv("/bin/true", arguments)
+            refused.append("exec /bin/true: \(ThumbpipeError.errnoText())")
+            if escaped.isEmpty {
+                return ItemFailure(.decode, "the sandbox refused every escape: \(refused.joined(separator: "; "))")
+            }
+            return ItemFailure(
+                .decode,
+                "escaped the sandbox: \(escaped.joined(separator: "; ")) (refused: \(refused.joined(separator: "; ")))")
         }
     }
 }

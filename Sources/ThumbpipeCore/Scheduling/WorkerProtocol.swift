@@ -12,6 +12,10 @@ enum WorkerProtocol {
     struct Hello: Codable {
         var settings: PipelineSettings
         var outputFolder: String
+        /// Where the worker writes (its store files' temporaries, libvips's spill):
+        /// the only folder its sandbox lets it write to.
+        var workFolder: String
+        var sandbox: SandboxMode
     }
 
     /// How a read ended.

@@ -56,6 +56,14 @@ public final class OutputLock: Sendable {
     deinit { close(descriptor) }
 }
 
+/// The folders of an output folder that thumbpipe makes for itself.
+public enum OutputFolder {
+    /// Where workers write (store files under temporary names, libvips's spill)
+    /// before the parent renames a store file into place: the one folder a
+    /// worker's sandbox lets it write to.
+    public static func workFolder(_ folder: String) -> String { folder + "/.thumbpipe/work" }
+}
+
 /// Which names in the output folder a run may write.
 public enum OutputGuard {
     /// The file where a run lists the store files it is about to rename into

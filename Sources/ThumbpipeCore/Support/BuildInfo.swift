@@ -15,6 +15,6 @@ public enum BuildInfo {
 
     /// The lines of `--version`.
     public static var description: String {
-        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)"
+        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)\nsandbox \(Sandbox.probe())"
     }
 }

@@ -1,0 +1,2 @@
+// libseccomp, found through pkg-config (Debian: libseccomp-dev).
+#include <seccomp.h>
