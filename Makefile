@@ -29,7 +29,7 @@ IMAGE = $(IMAGE_NAME):$(VERSION)
 CACHE ?= $(HOME)/.cache/thumbpipe
 
 .PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million \
-	install install-files uninstall deb image test-install packaging-deps
+	install install-files uninstall deb image test-install packaging-deps bench-static bench-sandbox
 
 all: build
 
@@ -146,6 +146,10 @@ bench-static: build
 	@command -v hyperfine >/dev/null || { apt-get update -qq && $(APT_INSTALL) hyperfine; }
 	$(SWIFT) build -c release --product thumbpipe --scratch-path .build/dynamic
 	Benchmarks/static.sh .build/release/thumbpipe .build/dynamic/release/thumbpipe
+
+# The workers' sandbox (Landlock and seccomp) against none, side by side.
+bench-sandbox: build
+	Benchmarks/sandbox.sh .build/release/thumbpipe
 
 # ---- Shipping -------------------------------------------------------------
 

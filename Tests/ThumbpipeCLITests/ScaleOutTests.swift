@@ -196,17 +196,21 @@ struct ScaleOutTests {
         #expect(result.stderr.contains("--shard takes K/N"))
     }
 
-    @Test("deploy/kubernetes/job.yaml: an Indexed Job over a shared volume, index → --shard, then a merge")
-    func kubernetesJob() throws {
-        let path = TestPaths.repository.appendingPathComponent("deploy/kubernetes/job.yaml").path
+    /// The documents of a YAML file of the repository, parsed by Debian's PyYAML.
+    static func yamlDocuments(_ relative: String) throws -> [[String: Any]] {
+        let path = TestPaths.repository.appendingPathComponent(relative).path
         let script = """
             import json, sys, yaml
             print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))
             """
         let python = try runProcess("/usr/bin/python3", ["-c", script, path])
-        try #require(python.status == 0, "PyYAML could not parse job.yaml: \(python.stderr)")
-        let documents = try #require(
-            try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[String: Any]])
+        try #require(python.status == 0, "PyYAML could not parse \(relative): \(python.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test("deploy/kubernetes/job.yaml: an Indexed Job over a shared volume, index → --shard, then a merge")
+    func kubernetesJob() throws {
+        let documents = try Self.yamlDocuments("deploy/kubernetes/job.yaml")
         let jobs = documents.filter { $0["kind"] as? String == "Job" }
         #expect(jobs.count == 2)
         let shards = try #require(
@@ -278,15 +282,7 @@ struct ScaleOutTests {
 
     @Test("deploy/kubernetes/cronjob.yaml: each night's Job name is the run-id; pod 0 merges that run's parts")
     func kubernetesCronJob() throws {
-        let path = TestPaths.repository.appendingPathComponent("deploy/kubernetes/cronjob.yaml").path
-        let script = """
-            import json, sys, yaml
-            print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))
-            """
-        let python = try runProcess("/usr/bin/python3", ["-c", script, path])
-        try #require(python.status == 0, "PyYAML could not parse cronjob.yaml: \(python.stderr)")
-        let documents = try #require(
-            try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [[String: Any]])
+        let documents = try Self.yamlDocuments("deploy/kubernetes/cronjob.yaml")
         let cron = try #require(documents.first { $0["kind"] as? String == "CronJob" })
         #expect(try cron.object("spec")["concurrencyPolicy"] as? String == "Forbid")
         let job = try cron.object("spec").object("jobTemplate").object("spec")
