@@ -45,7 +45,8 @@ enum InspectCommand {
                         (size.map { "\($0.width)×\($0.height) " } ?? "") + "\(data.count) B"
                     } ?? "-"
                 rows.append([
-                    item.itemKey, item.itemName, item.serialNumber, "$\(item.valueInDollars)", date, thumb,
+                    item.itemKey, Terminal.shown(item.itemName), Terminal.shown(item.serialNumber),
+                    "$\(item.valueInDollars)", date, thumb,
                 ])
             }
         }

@@ -221,12 +221,14 @@ enum RunCommand {
         let hooks = RunHooks(
             onFailure: { failure in
                 terminal.countFailure()
-                terminal.diagnostic("\(manifestName):\(failure.line): \(failure.source): \(failure.message)")
+                terminal.diagnostic(
+                    Terminal.shown("\(manifestName):\(failure.line): \(failure.source): \(failure.message)"))
             },
             onWarning: { warning in
                 terminal.diagnostic(
-                    "\(manifestName):\(warning.line): \(warning.source): warning: \(warning.messages.joined(separator: "; "))"
-                )
+                    Terminal.shown(
+                        "\(manifestName):\(warning.line): \(warning.source): warning: \(warning.messages.joined(separator: "; "))"
+                    ))
             },
             onProgress: { done in terminal.progress(done: done, total: total) },
             onItem: onItem)

@@ -17,6 +17,7 @@ enum ScanCommand {
         OPTIONS:
           -o, --output FILE   write the manifest there (default: standard output)
           -r, --recursive     look in sub-folders too
+          --force             with -o: overwrite an existing FILE (refused by default)
           --ext LIST          only files with these extensions, e.g. jpg,jpeg,heic
           -q, --quiet         no count of skipped files
           -h, --help          this help
@@ -26,6 +27,7 @@ enum ScanCommand {
         guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output")
         let recursive = args.flag("-r", "--recursive")
+        let force = args.flag("--force")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
         let folders = try args.finish(command: "scan")
         guard !folders.isEmpty else {
@@ -43,6 +45,13 @@ enum ScanCommand {
             let photos = result.entries.map(\.path)
             protected.protect(files: { photos }, as: "a photo the scan found")
             let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
+            // A manifest is where users type names and values: never overwritten unasked.
+            if target.kind == .file && !force && FileManager.default.fileExists(atPath: target.path) {
+                throw ThumbpipeError(
+                    .cannotCreate,
+                    "\(output) exists (a manifest's names and values may have been edited there); --force overwrites it"
+                )
+            }
             let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
             try target.write(Data(text.utf8))
         } else {

@@ -67,7 +67,7 @@ func main() -> Int32 {
             throw ThumbpipeError(.usage, "unknown command '\(command)'\(hint) (see 'thumbpipe --help')")
         }
     } catch let error as ThumbpipeError {
-        terminal.error(error.message)
+        terminal.error(Terminal.shown(error.message))
         return error.exitStatus
     } catch let error as RunCancelled {
         terminal.diagnostic("thumbpipe: stopped by signal \(error.signal); nothing partial was written")

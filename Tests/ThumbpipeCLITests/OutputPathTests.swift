@@ -131,6 +131,21 @@ struct OutputPathTests {
         #expect(stdin.status == 65 && stdin.stderr.contains("stdin:1: line longer than 1 MiB"), "\(stdin.stderr)")
     }
 
+    @Test("Control characters in names and paths are shown escaped on the terminal, never sent raw")
+    func controlCharacters() throws {
+        let folder = TestPaths.temporaryFolder("control")
+        let manifest = writeFile(
+            folder, "items.jsonl",
+            #"{"itemName": "Clear\u001b[2J", "image": "gone\u001b]0;owned\u0007.jpg", "serialNumber": "\r"}"# + "\n")
+        let run = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(run.status == 1)
+        #expect(!run.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(run.stderr)")
+        #expect(run.stderr.contains(#"gone\u{1B}]0;owned\u{7}.jpg: file not found"#), "\(run.stderr)")
+        let inspect = try runThumbpipe(["inspect", folder + "/out/items.archive"])
+        #expect(inspect.stdout.contains(#"Clear\u{1B}[2J"#), "\(inspect.stdout)")
+        #expect(!inspect.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x0D })
+    }
+
     @Test("scan -o refuses a photo it found (64); -o names a file, not a folder")
     func scanOutput() throws {
         let (folder, _, photo) = try collection()
@@ -142,5 +157,13 @@ struct OutputPathTests {
         #expect(folderTarget.status == 64 && folderTarget.stderr.contains("is a folder"), "\(folderTarget.stderr)")
         let fine = try runThumbpipe(["scan", folder, "-o", folder + "/scanned.jsonl"])
         #expect(fine.status == 0, "\(fine.stderr)")
+        // An existing manifest may hold edits: refused (73), overwritten only with --force.
+        let edited = Data(#"{"itemName": "Red Bike", "image": "bike.jpg"}"#.utf8)
+        try edited.write(to: URL(fileURLWithPath: folder + "/scanned.jsonl"))
+        let again = try runThumbpipe(["scan", folder, "-o", folder + "/scanned.jsonl"])
+        #expect(again.status == 73 && again.stderr.contains("--force overwrites it"), "\(again.stderr)")
+        #expect(bytes(folder + "/scanned.jsonl") == edited)
+        let forced = try runThumbpipe(["scan", folder, "-o", folder + "/scanned.jsonl", "--force"])
+        #expect(forced.status == 0 && bytes(folder + "/scanned.jsonl") != edited, "\(forced.stderr)")
     }
 }

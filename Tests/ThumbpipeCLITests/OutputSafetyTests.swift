@@ -239,6 +239,25 @@ struct OutputSafetyTests {
         #expect(relaxed.status == 1)
     }
 
+    @Test("A second item with a source that crashed a worker is not retried in that run, nor remembered as failed")
+    func crashSiblings() throws {
+        let c = try collection()
+        let twice = writeFile(
+            c.folder, "twice.jsonl",
+            (1...3).map { #"{"itemName": "N\#($0)", "image": "Sigma-DP1-small.jpg", "itemKey": "s\#($0)"}"# }
+                .joined(separator: "\n") + "\n")
+        let out = c.folder + "/out"
+        let crashed = try runThumbpipe(
+            ["run", twice, "-o", out, "-q", "--jobs", "1"], environment: ["THUMBPIPE_FAULT": "crash:Sigma"])
+        #expect(crashed.status == 1)
+        #expect(crashed.stderr.contains("decoder crashed (SIGSEGV)"), "\(crashed.stderr)")
+        // The third is handed out after the crash is known: not tried in this run.
+        #expect(crashed.stderr.contains("earlier in the run"), "\(crashed.stderr)")
+        let healthy = try runThumbpipe(["run", twice, "-o", out, "-q"])
+        #expect(healthy.status == 0, "all tried again and done: \(healthy.stderr)")
+        #expect(try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")["decoded"] == 3)
+    }
+
     // MARK: - Merge and extract
 
     /// Runs `manifest` as two shards into `folder/part-K`.
@@ -316,6 +335,54 @@ struct OutputSafetyTests {
                 itemName: "x", serialNumber: "", valueInDollars: 0,
                 dateCreated: Date(timeIntervalSinceReferenceDate: date), itemKey: key, thumbnailData: png))
         try writer.finish()
+    }
+
+    @Test("run OLD/items.archive: a symlinked store file arrives as a regular file with the bytes it named")
+    func carriedSymlink() throws {
+        let c = try collection()
+        let old = c.folder + "/old"
+        #expect(try runThumbpipe(["run", c.manifest, "-o", old, "-q"]).status == 0)
+        // The app's folder keeps k0 as a relative link to a file beside the folder.
+        let bytes = try #require(FileManager.default.contents(atPath: old + "/k0"))
+        try bytes.write(to: URL(fileURLWithPath: c.folder + "/elsewhere.jpg"))
+        try FileManager.default.removeItem(atPath: old + "/k0")
+        #expect(symlink("../elsewhere.jpg", old + "/k0") == 0)
+        let out = c.folder + "/new"
+        let migrated = try runThumbpipe(["run", old + "/items.archive", "-o", out, "-q"])
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        var info = stat()
+        #expect(lstat(out + "/k0", &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "a regular file, not a link")
+        #expect(FileManager.default.contents(atPath: out + "/k0") == bytes)
+    }
+
+    @Test(
+        "run OLD/items.archive: a carried thumbnail that is not a PNG thumbpipe could make fails its item alone",
+        arguments: [
+            ("random bytes", Data([0x01, 0x02, 0x03, 0x04, 0x05]), "is not a PNG"),
+            (
+                "a PNG claiming 2147483647 × 2147483647", declaredPNG(width: 2_147_483_647, height: 2_147_483_647),
+                "claims 2147483647×2147483647 pixels"
+            ),
+        ])
+    func carriedThumbnails(name: String, png: Data, reason: String) throws {
+        let folder = TestPaths.temporaryFolder("carried")
+        try FileManager.default.createDirectory(atPath: folder + "/old", withIntermediateDirectories: true)
+        let writer = try KeyedArchiveWriter(path: folder + "/old/items.archive", className: "BNRItem", itemCount: 2)
+        for (key, data) in [("bad", png), ("good", declaredPNG(width: 80, height: 80))] {
+            try writer.append(
+                ArchivedItem(
+                    itemName: key, serialNumber: "", valueInDollars: 0,
+                    dateCreated: Date(timeIntervalSinceReferenceDate: 0),
+                    itemKey: key, thumbnailData: data))
+        }
+        try writer.finish()
+        let result = try runThumbpipe(["run", folder + "/old/items.archive", "-o", folder + "/out", "-q"])
+        #expect(result.status == 1, "\(name): \(result.stderr)")
+        #expect(result.stderr.contains(reason), "\(result.stderr)")
+        let reader = try KeyedArchiveReader(path: folder + "/out/items.archive")
+        #expect(reader.count == 2)
+        #expect(try reader.validItem(at: 0).thumbnailData == nil, "not carried over")
+        #expect(try reader.validItem(at: 1).thumbnailData == declaredPNG(width: 80, height: 80))
     }
 
     @Test("extract and contact-sheet refuse an archive that uses a key twice (65), before writing anything")

@@ -154,9 +154,18 @@ public enum Merge {
         if stat(source, &a) == 0, lstat(target, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
             return true  // already this very file (done before, or in place)
         }
+        // Only a regular file is linked: link(2) on a symlink links the symlink
+        // itself, and a relative one would then name another file from here.
+        var own = stat()
+        guard lstat(source, &own) == 0 else {
+            throw ThumbpipeError(.noInput, "\(source): cannot read: \(ThumbpipeError.errnoText())")
+        }
+        guard (a.st_mode & S_IFMT) == S_IFREG else {
+            throw ThumbpipeError(.dataError, "\(source): not a regular file; a store file must be one")
+        }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let path = TemporaryFile.name(in: folder)
-        if link(source, path) == 0 {
+        if (own.st_mode & S_IFMT) == S_IFREG && link(source, path) == 0 {
             let renamed = rename(path, target) == 0
             let reason = ThumbpipeError.errnoText()
             // rename between two links of one file succeeds and does nothing: never leave the temporary.

@@ -171,8 +171,23 @@ struct ItemLedger: Sendable {
     ) -> Settlement {
         guard item.imagePath != nil else {
             var kept: Data? = nil
-            if case .thumbnail(let png) = item.carried { kept = png }
+            var refused: String? = nil
+            if case .thumbnail(let png) = item.carried {
+                // Carried as it is, so only what thumbpipe itself could have made.
+                if let size = PNGInfo.size(png), (1...4096).contains(size.width), (1...4096).contains(size.height) {
+                    kept = png
+                } else {
+                    refused =
+                        PNGInfo.size(png).map { "its archived thumbnail claims \($0.width)×\($0.height) pixels" }
+                        ?? "its archived thumbnail is not a PNG"
+                }
+            }
             let finished = FinishedItem(index: index, archived: archived(date: date, png: kept), hasImage: false)
+            if let refused {
+                finished.failure = FailureRecord(
+                    line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
+                    stage: .decode, message: "\(refused) (1 to 4096 pixels a side); it is not carried over")
+            }
             // An item without a photo costs its archive record: the state is written only when it changed.
             if recordsState && work?.itemClass != .unchanged {
                 finished.record = record(

@@ -193,7 +193,8 @@ final class Supervisor: Sendable {
                 job: job, message: Data(),
                 ready: ItemOutcome(
                     failure: ItemFailure(
-                        .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried")))
+                        .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried",
+                        transient: true)))
         }
         if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
         let ticket = Ticket(job: job, message: try WorkerProtocol.encode(job))
