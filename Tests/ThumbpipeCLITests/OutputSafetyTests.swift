@@ -135,6 +135,24 @@ struct OutputSafetyTests {
         #expect(third.status == 0, "\(third.stderr)")
     }
 
+    @Test("A new store file never replaces a file that appeared at its name during the run")
+    func appearedDuringRun() throws {
+        let c = try collection()
+        let (run, out) = try startPaused(c, at: "Sigma")
+        try #require(run.isRunning)
+        let theirs = Data("someone else's file".utf8)
+        try theirs.write(to: URL(fileURLWithPath: out + "/k1"))
+        run.waitUntilExit()
+        #expect(run.terminationStatus == 1, "the item fails, the run finishes")
+        #expect(FileManager.default.contents(atPath: out + "/k1") == theirs, "left as it was")
+        #expect(
+            FileManager.default.fileExists(atPath: out + "/k0") && FileManager.default.fileExists(atPath: out + "/k2"))
+        let failures = try readJSONObject(out + "/.thumbpipe/report.json").objects("failures")
+        #expect((failures.first?["message"] as? String)?.contains("appeared during the run") == true, "\(failures)")
+        #expect(!listing(out).contains { $0.hasPrefix(TemporaryFile.prefix) })
+        #expect(!listing(out + "/.thumbpipe/work").contains { $0.hasPrefix(TemporaryFile.prefix) })
+    }
+
     @Test("A source replaced while it is read counts as changed next run")
     func replacedSource() throws {
         let c = try collection()

@@ -12,7 +12,12 @@ struct ItemLedgerTests {
     static let now = Date(timeIntervalSince1970: 1_700_000_000)
     static let exif = Date(timeIntervalSince1970: 1_500_000_000)
     static let fileTime = Date(timeIntervalSince1970: 1_400_000_000)
-    static let png = Data([0x89, 0x50, 0x4E, 0x47])
+    /// The start of an 80×80 RGBA PNG: signature and IHDR.
+    static let png = Data(
+        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8) + [
+            0, 0, 0, 80, 0, 0, 0, 80, 8, 6, 0, 0, 0,
+        ]
+            + [0, 0, 0, 0])
 
     static func item(image: Bool = true, date: Date? = nil, carried: ManifestItem.Carried? = nil) -> ManifestItem {
         var item = ManifestItem(
@@ -120,8 +125,16 @@ struct ItemLedgerTests {
         }
     }
 
-    @Test("Only items with a photo that are not new read their previous record")
+    @Test(
+        "Only items with a photo that are not new read their previous record; only a made item's store file may be replaced"
+    )
     func previousRecord() {
+        let new = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
+        #expect(!new.replacesStoreFile(claimedBefore: false), "a file at a new item's name appeared during the run")
+        #expect(new.replacesStoreFile(claimedBefore: true), "a killed run's claimed file is thumbpipe's")
+        let changed = Self.ledger(
+            Self.item(), Self.work(.changed, thumbnail: true, store: true, .sourceChanged), previous: Self.previous())
+        #expect(changed.replacesStoreFile(claimedBefore: false))
         #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: Self.work(.new, thumbnail: true, store: true, .new)))
         #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: nil))
         #expect(

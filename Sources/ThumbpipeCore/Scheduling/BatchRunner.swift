@@ -15,6 +15,8 @@ public final class BatchRunner: Sendable {
     private let hooks: RunHooks
     private let store: ImageStore
     private let fingerprints: ItemLedger.Fingerprints
+    /// Store-file names a killed run claimed (its files, not strangers'), read before this run claims any.
+    private let claimedBefore: Set<String>
     /// The per-stage timings of this run.
     public let timings = StageTimings()
 
@@ -36,6 +38,7 @@ public final class BatchRunner: Sendable {
         self.hooks = hooks
         store = ImageStore(folder: options.outputFolder, settings: settings.store)
         fingerprints = ItemLedger.Fingerprints(settings: settings, plan: plan)
+        claimedBefore = OutputGuard.claims(in: options.outputFolder)
     }
 
     /// Creates the output folder if needed, checks it can be written, takes its
@@ -316,15 +319,26 @@ public final class BatchRunner: Sendable {
                     Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead
                 )
             })
-        let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
+        var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
+        var appeared = false
         if outcome.storeWritten {
             if ledger.keepsWrittenStore(thumbnail) {
                 var spans = Spans()
                 if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
+                let target = store.path(forKey: item.itemKey)
                 try spans.measure(.write) {
-                    try TemporaryFile.commitClosed(job.temporaryPath, to: store.path(forKey: item.itemKey))
+                    appeared = try !TemporaryFile.commitClosed(
+                        job.temporaryPath, to: target,
+                        replacing: ledger.replacesStoreFile(claimedBefore: claimedBefore.contains(item.itemKey)))
                 }
                 outcome.spans.append(spans)
+                if appeared {
+                    outcome.storeWritten = false
+                    outcome.failure = ItemFailure(
+                        .write, "\(target) appeared during the run; thumbpipe does not replace a file it did not write",
+                        transient: true)
+                    thumbnail = .failure(outcome.failure!)
+                }
             } else {
                 unlink(job.temporaryPath)
                 outcome.storeWritten = false
@@ -345,14 +359,14 @@ public final class BatchRunner: Sendable {
         }
         let (date, guess) = ledger.date(
             read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
-        return settle(ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess)
+        return settle(ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: appeared)
     }
 
     /// Settles an item by its ledger with the facts only the file system knows,
     /// and deletes its store file when the ledger says so.
     private func settle(
         _ ledger: ItemLedger, thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date,
-        dateGuess: String?
+        dateGuess: String?, keepStore: Bool = false
     ) -> FinishedItem {
         let item = ledger.item
         let target = store.path(forKey: item.itemKey)
@@ -363,7 +377,8 @@ public final class BatchRunner: Sendable {
             thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: dateGuess, storeInPlace: inPlace,
             sourceStamp: { item.imagePath.flatMap { FileStamp(path: $0) } }, storeStamp: { FileStamp(path: target) },
             logs: hooks.onItem != nil)
-        if settlement.deletesStore { store.delete(forKey: item.itemKey) }
+        // A file that appeared at the store file's name is not ours to delete either.
+        if settlement.deletesStore && !keepStore { store.delete(forKey: item.itemKey) }
         return settlement.finished
     }
 

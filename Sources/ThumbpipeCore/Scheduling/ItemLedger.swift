@@ -128,6 +128,11 @@ struct ItemLedger: Sendable {
         return false
     }
 
+    /// Whether the item's store file may replace a file at its name: one a previous
+    /// run made (it has a record, or a killed run claimed the name). A new item's
+    /// store file never replaces a file that appeared during the run.
+    func replacesStoreFile(claimedBefore: Bool) -> Bool { previous != nil || claimedBefore }
+
     /// Whether a migrated item's store file is placed now: unless its source failed.
     func placesCarriedStore(_ outcome: ItemOutcome) -> Bool { store == .carry && outcome.failure == nil }
 

@@ -67,16 +67,34 @@ public final class TemporaryFile: @unchecked Sendable {
     /// `finalPath` in the same folder. A symlink at `finalPath` is replaced,
     /// not followed.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
-    public static func commitClosed(_ temporaryPath: String, to finalPath: String) throws {
+    /// - Parameter replacing: false for a file that must be new: an existing file at
+    ///   `finalPath` (one that appeared during the run) is left as it is.
+    /// - Returns: false when `replacing` is false and a file was already there (the temporary is removed).
+    @discardableResult
+    public static func commitClosed(_ temporaryPath: String, to finalPath: String, replacing: Bool = true) throws
+        -> Bool
+    {
         if let reason = flush(temporaryPath, flags: O_RDONLY | O_NOFOLLOW) {
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(temporaryPath): flush failed: \(reason)")
+        }
+        if !replacing {
+            // link(2) never replaces: the no-replace rename glibc does not export to Swift.
+            if link(temporaryPath, finalPath) == 0 {
+                unlink(temporaryPath)
+                return true
+            }
+            let code = errno
+            unlink(temporaryPath)
+            if code == EEXIST { return false }
+            throw ThumbpipeError(.ioError, "\(finalPath): cannot put into place: \(ThumbpipeError.errnoText(code))")
         }
         if rename(temporaryPath, finalPath) != 0 {
             let reason = ThumbpipeError.errnoText()
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
         }
+        return true
     }
 
     /// Writes all of `bytes`.

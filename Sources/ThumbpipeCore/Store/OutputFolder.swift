@@ -80,6 +80,13 @@ public enum OutputGuard {
         close(fd)
     }
 
+    /// The store-file names claimed and not yet recorded (by a run that was killed).
+    static func claims(in folder: String) -> Set<String> {
+        Set(
+            ((try? String(contentsOfFile: claimsPath(folder), encoding: .utf8)) ?? "").split(separator: "\n").map(
+                String.init))
+    }
+
     /// Forgets the claims once the state holds every item (the end of a run).
     static func clearClaims(in folder: String) { unlink(claimsPath(folder)) }
 
@@ -117,9 +124,7 @@ public enum OutputGuard {
                 file, items[position].line,
                 "itemKey '\(settings.archive.fileName)' is reserved: it is the archive's file name (archive.fileName)")
         }
-        let claims = Set(
-            ((try? String(contentsOfFile: claimsPath(outputFolder), encoding: .utf8)) ?? "").split(separator: "\n")
-                .map(String.init))
+        let claims = Self.claims(in: outputFolder)
         for position in withImage {
             let item = items[position]
             guard let source = item.imagePath else { continue }
