@@ -111,6 +111,43 @@ struct IncrementalTests {
         #expect(c.incremental(verified.report)["changed"] == 1 && c.incremental(verified.report)["decoded"] == 1)
     }
 
+    @Test("--verify-content: a touched file with the same bytes, or a restored copy of the collection, is not redone")
+    func contentNotTimestamps() throws {
+        let c = try Collection()
+        _ = try c.run("out")
+        let archive = try c.archive("out")
+        // touch: a new mtime, the same bytes.
+        let later = [timespec(tv_sec: 2_000_000_000, tv_nsec: 0), timespec(tv_sec: 2_000_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, c.folder + "/p0.jpg", later, 0) == 0)
+        let plan = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--verify-content"])
+        #expect(plan.stdout.contains("plan: 0 new, 0 changed, 6 unchanged, 0 removed"), "\(plan.stdout)")
+        let verified = try c.run("out", ["--verify-content"])
+        #expect(c.incremental(verified.report)["decoded"] == 0 && c.incremental(verified.report)["unchanged"] == 6)
+        #expect(try c.archive("out") == archive)
+        // The new stamp is recorded: a run without the flag trusts it.
+        let plain = try c.run("out")
+        #expect(c.incremental(plain.report)["decoded"] == 0 && c.incremental(plain.report)["changed"] == 0)
+        // The collection restored elsewhere (cp -r: new paths, new times, the same bytes).
+        let restored = c.folder + "-restored"
+        try FileManager.default.copyItem(atPath: c.folder, toPath: restored)
+        for name in try FileManager.default.contentsOfDirectory(atPath: restored) where name.hasPrefix("p") {
+            #expect(
+                utimensat(AT_FDCWD, restored + "/" + name, later.map { timespec(tv_sec: $0.tv_sec + 5, tv_nsec: 0) }, 0)
+                    == 0)
+        }
+        let fromCopy = try runThumbpipe([
+            "run", restored + "/items.jsonl", "-o", c.folder + "/out", "-q", "--verify-content",
+        ])
+        #expect(fromCopy.status == 0, "\(fromCopy.stderr)")
+        let report = try readJSONObject(c.folder + "/out/.thumbpipe/report.json")
+        #expect(c.incremental(report)["decoded"] == 0, "no rebuild: \(c.incremental(report))")
+        // Without the flag, timestamps decide: a touched file is redone.
+        #expect(utimensat(AT_FDCWD, restored + "/p1.jpg", later, 0) == 0)
+        let trusting = try runThumbpipe(["run", restored + "/items.jsonl", "-o", c.folder + "/out", "-q"])
+        #expect(trusting.status == 0)
+        #expect(c.incremental(try readJSONObject(c.folder + "/out/.thumbpipe/report.json"))["decoded"] == 1)
+    }
+
     @Test("A changed radius redoes thumbnails and keeps store files")
     func changedRadius() throws {
         let c = try Collection()

@@ -61,6 +61,9 @@ public struct ItemWork: Sendable {
     /// Whether the source is known to be the one the previous run recorded (so
     /// its recorded content hash still holds and need not be recomputed).
     public var sourceUnchanged = false
+    /// With `--verify-content`: the source's new path and stamp, when only they
+    /// changed (touched, copied, restored) and its content did not: recorded, not redone.
+    var restamp: (path: String, stamp: FileStamp)? = nil
 
     /// Why, in a few words, for `--dry-run`.
     public var reason: String { reasons.text }
@@ -122,7 +125,7 @@ public struct IncrementalPlan: Sendable {
 
     /// Whether nothing at all changed: no item new, changed or removed.
     public var nothingChanged: Bool {
-        removed.isEmpty && work.allSatisfy { $0.itemClass == .unchanged }
+        removed.isEmpty && work.allSatisfy { $0.itemClass == .unchanged && $0.restamp == nil }
     }
 
     /// The fingerprint a failed item is recorded with: every limit that can make
@@ -213,7 +216,14 @@ public struct IncrementalPlan: Sendable {
             var sourceChanged =
                 previous.sourcePath != path || stamp?.size != previous.sourceSize
                 || stamp?.modified != previous.sourceModified
-            if !sourceChanged && verifyContent { sourceChanged = ContentHash.file(path) != previous.sourceHash }
+            var restamp: (path: String, stamp: FileStamp)? = nil
+            if verifyContent {
+                // Content decides, not timestamps: a touched or restored file with the
+                // same bytes is the same source under a new stamp.
+                let same = !previous.sourceHash.isEmpty && ContentHash.file(path) == previous.sourceHash
+                if sourceChanged && same, let stamp { restamp = (path, stamp) }
+                sourceChanged = !same
+            }
             if sourceChanged {
                 plan.work.append(
                     ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .sourceChanged))
@@ -257,7 +267,7 @@ public struct IncrementalPlan: Sendable {
             plan.work.append(
                 ItemWork(
                     itemClass: changed ? .changed : .unchanged, needsThumbnail: needsThumbnail, needsStore: needsStore,
-                    reasons: changed ? reasons : .unchanged, sourceUnchanged: true))
+                    reasons: changed ? reasons : .unchanged, sourceUnchanged: true, restamp: restamp))
         }
         return plan
     }

@@ -237,9 +237,17 @@ struct ItemLedger: Sendable {
                 itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: dateGuess)
         }
         guard let outcome else {
-            // A source that is back after missing: the record forgets since when.
-            if recordsState, failure == nil, var restored = previous, restored.missingSince != nil {
+            // A source back after missing: the record forgets since when. A source
+            // touched or restored with the same content: the record takes its new stamp.
+            if recordsState, failure == nil, var restored = previous,
+                restored.missingSince != nil || work?.restamp != nil
+            {
                 restored.missingSince = nil
+                if let restamp = work?.restamp {
+                    restored.sourcePath = restamp.path
+                    restored.sourceSize = restamp.stamp.size
+                    restored.sourceModified = restamp.stamp.modified
+                }
                 finished.record = restored
             }
             return Settlement(finished: finished, deletesStore: deletesStore)
