@@ -197,7 +197,8 @@ enum RunCommand {
                 verifyContent: verifyContent, pruneMissing: pruneMissing)
             try plan.checkRemovals(
                 limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
-            try printPlan(plan, manifest: manifest, json: json)
+            let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan)
+            try printPlan(plan, manifest: manifest, json: json, settingsChange: change)
             return 0
         }
         let support = Sandbox.probe()
@@ -212,6 +213,10 @@ enum RunCommand {
             verifyContent: verifyContent, pruneMissing: pruneMissing)
         try plan.checkRemovals(
             limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
+        // Never a silent revert: a setting that differs from the last run's is said first.
+        if let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan) {
+            terminal.warning(change.description)
+        }
         var options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
         options.sandbox = sandbox
         let log = try logTarget.map { try ItemLog(target: $0) }
@@ -259,6 +264,7 @@ enum RunCommand {
         // After the archive is in place, under the run's lock: a part killed before
         // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
         try shardInfo?.write(in: output)
+        try SettingsChange.record(settings, in: state)
         if let log {
             for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
             try log.finish()
@@ -335,7 +341,11 @@ enum RunCommand {
     }
 
     /// Prints a dry run's plan: counts, then one line per item that is not unchanged.
-    static func printPlan(_ plan: IncrementalPlan, manifest: Manifest, json: Bool) throws {
+    static func printPlan(
+        _ plan: IncrementalPlan, manifest: Manifest, json: Bool, settingsChange: SettingsChange? = nil
+    )
+        throws
+    {
         let counts = plan.counts
         if json {
             var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
@@ -348,12 +358,14 @@ enum RunCommand {
             items += plan.removed.map { ["itemKey": $0, "class": "removed", "reason": "not in the manifest"] }
             let object: [String: Any] = [
                 "counts": Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), "items": items,
+                "settingsChanged": settingsChange?.differences ?? [],
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
                 try printOut(String(decoding: data, as: UTF8.self))
             }
             return
         }
+        if let settingsChange { try printOut(settingsChange.description) }
         try printOut(
             "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
                 + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")

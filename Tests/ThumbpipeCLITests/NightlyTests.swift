@@ -61,6 +61,25 @@ struct NightlyTests {
         #expect(!FileManager.default.fileExists(atPath: out + "/kb"))
     }
 
+    @Test("A setting that differs from the last run's is said first, with what it redoes; never a silent revert")
+    func settingsChange() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        #expect(try runThumbpipe(["run", c.manifest, "-o", out, "-q", "--scale", "3"]).status == 0)
+        let plan = try runThumbpipe(["run", c.manifest, "-o", out, "--dry-run"])
+        let expected = "settings changed since the last run: thumbnail.scale 3 → 2; 5 thumbnails will be redone"
+        #expect(plan.stdout.hasPrefix(expected + "\n"), "\(plan.stdout)")
+        let json = try runThumbpipe(["run", c.manifest, "-o", out, "--dry-run", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["settingsChanged"] as? [String] == ["thumbnail.scale 3 → 2"])
+        let night = try runThumbpipe(["run", c.manifest, "-o", out, "-q"])
+        #expect(night.status == 0 && night.stderr.contains("warning: " + expected), "\(night.stderr)")
+        let quiet = try runThumbpipe(["run", c.manifest, "-o", out, "-q"])
+        #expect(!quiet.stderr.contains("settings changed"), "the same settings again: \(quiet.stderr)")
+        let store = try runThumbpipe(["run", c.manifest, "-o", out, "-q", "--quality", "80"])
+        #expect(store.stderr.contains("store.quality 0.5 → 0.8; 5 store files will be redone"), "\(store.stderr)")
+    }
+
     @Test("A state from the previous schema (1) is upgraded in place and keeps every item")
     func schemaUpgrade() throws {
         let folder = TestPaths.temporaryFolder("schema")
