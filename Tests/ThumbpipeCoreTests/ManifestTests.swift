@@ -167,6 +167,23 @@ struct ManifestTests {
         }
     }
 
+    @Test(
+        "EXIF dates: the wall-clock time in the zone OffsetTimeOriginal names; without a valid offset, UTC",
+        arguments: [
+            ("+02:00 (+02:00, ASCII, 7 components, 7 bytes)", 1_571_589_270.0),
+            ("-05:30", 1_571_616_270.0),
+            ("+00:00", 1_571_596_470.0),
+            ("   :  ", 1_571_596_470.0),
+            ("+25:00", 1_571_596_470.0),
+        ])
+    func exifOffsets(offset: String, seconds: Double) throws {
+        // 2019-10-20 18:34:30 on the camera's clock.
+        let date = try #require(
+            ISO8601.parseEXIF(
+                "2019:10:20 18:34:30 (2019:10:20 18:34:30, ASCII, 20 components, 20 bytes)", offset: offset))
+        #expect(date.timeIntervalSince1970 == seconds)
+    }
+
     @Test(arguments: [
         ("2024-05-01", 1_714_521_600.0),
         ("2024-05-01T09:30:00Z", 1_714_555_800.0),

@@ -65,14 +65,27 @@ enum ISO8601 {
     }
 
     /// Parses an EXIF date (`2010:03:07 13:07:57`), taken as UTC since EXIF has no zone.
-    static func parseEXIF(_ text: String) -> Date? {
+    /// - Parameter offset: EXIF's OffsetTimeOriginal (or OffsetTime), `±HH:MM`, which
+    ///   says which zone the wall-clock time was in; without one (or with one that is
+    ///   not `±HH:MM` within ±14 h) the time is read as UTC.
+    static func parseEXIF(_ text: String, offset: String? = nil) -> Date? {
         let trimmed = text.prefix(19)
         guard trimmed.count == 19 else { return nil }
         var chars = Array(trimmed)
         chars[4] = "-"
         chars[7] = "-"
         chars[10] = "T"
-        return parse(String(chars))
+        guard let wallClock = parse(String(chars)) else { return nil }
+        return wallClock.addingTimeInterval(-Double(offset.flatMap(exifOffsetSeconds) ?? 0))
+    }
+
+    /// Seconds east of UTC of an EXIF offset (`+02:00`, `-05:30`), or nil.
+    static func exifOffsetSeconds(_ text: String) -> Int? {
+        let c = Array(text.prefix(6))
+        guard c.count == 6, c[0] == "+" || c[0] == "-", c[3] == ":",
+            let hours = Int(String(c[1...2])), let minutes = Int(String(c[4...5])), hours <= 14, minutes < 60
+        else { return nil }
+        return (c[0] == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)
     }
 
     static func daysIn(month: Int, year: Int) -> Int {

@@ -65,7 +65,10 @@ public struct Decode: Sendable {
         let image = try load(path, shrink: 1, scale: 1, format: format)
         let header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
-            dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap(ISO8601.parseEXIF),
+            dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap {
+                ISO8601.parseEXIF(
+                    $0, offset: image.string("exif-ifd2-OffsetTimeOriginal") ?? image.string("exif-ifd2-OffsetTime"))
+            },
             hasAlpha: image.hasAlpha,
             shrinkKind: CVipsShim_loader_shrink_kind(loader))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)

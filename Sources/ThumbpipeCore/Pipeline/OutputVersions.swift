@@ -17,7 +17,9 @@ public struct OutputVersions: Sendable, Equatable {
 
     /// This build's versions.
     public static var current: OutputVersions {
-        OutputVersions(thumbnail: 1, store: 1, libvips: LibVips.version)
+        // thumbnail 2: the item's date now honours EXIF OffsetTimeOriginal; it is read
+        // with the thumbnail, so items made before are made again to correct it.
+        OutputVersions(thumbnail: 2, store: 1, libvips: LibVips.version)
     }
 
     /// Versions as given (to test what a bump redoes).
