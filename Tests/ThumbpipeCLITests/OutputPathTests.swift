@@ -61,6 +61,8 @@ struct OutputPathTests {
         #expect(again.status == 0, "\(again.stderr)")
         let plan = try runThumbpipe(["run", manifest, "-o", folder + "/out", "--dry-run"])
         #expect(plan.stdout.contains("plan: 0 new, 0 changed, 1 unchanged, 0 removed"), "\(plan.stdout)")
+        // A night with nothing to do still logs its item.
+        #expect(try String(contentsOfFile: folder + "/log.jsonl", encoding: .utf8).contains(#""action":"unchanged""#))
     }
 
     @Test("A symlink is followed: the file it names is written, the link stays")

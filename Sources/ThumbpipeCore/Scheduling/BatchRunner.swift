@@ -205,6 +205,7 @@ public final class BatchRunner: Sendable {
             try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)"
         else { return nil }
         var failures: [FailureRecord] = []
+        var failedAt: [Int: FailureRecord] = [:]
         for position in plan.keptFailures {
             let item = manifest.items[position]
             guard let recorded = try state.record(forKey: item.itemKey)?.failure else { continue }
@@ -213,7 +214,22 @@ public final class BatchRunner: Sendable {
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
             failures.append(record)
+            failedAt[position] = record
             hooks.onFailure?(record)
+        }
+        // --log has one line per item, on a night with nothing to do too.
+        if let onItem = hooks.onItem {
+            for position in manifest.items.indices {
+                let item = manifest.items[position]
+                if let failure = failedAt[position] {
+                    onItem(
+                        ItemLogEntry(item, action: "failed", reason: "\(failure.stage.rawValue): \(failure.message)"))
+                } else {
+                    onItem(
+                        ItemLogEntry(
+                            item, action: "unchanged", reason: item.imagePath == nil ? "no image" : "unchanged"))
+                }
+            }
         }
         let withoutImage = manifest.items.count - manifest.items.withImageCount
         let succeeded = manifest.items.withImageCount - failures.count
