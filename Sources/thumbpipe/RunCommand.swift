@@ -49,6 +49,9 @@ enum RunCommand {
                                     manifest over a folder with items is always refused
           --verify-content          re-hash sources and store files instead of trusting
                                     their size and modification time
+          --exit-on-failure WHEN    any (default): exit 1 when an item failed; new: only
+                                    when a failure is not known from an earlier run (same
+                                    source, same settings), so a nightly cron mails news
           --prune-missing           an item whose photo is missing loses its thumbnail and
                                     store file (by default they are kept, and reported)
           --sandbox MODE            how workers are confined before reading a source:
@@ -85,6 +88,13 @@ enum RunCommand {
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
         let pruneMissing = args.flag("--prune-missing")
+        let exitOnNewOnly =
+            try args.option("--exit-on-failure").map { value -> Bool in
+                guard value == "any" || value == "new" else {
+                    throw ThumbpipeError(.usage, "--exit-on-failure takes any or new, not '\(value)'")
+                }
+                return value == "new"
+            } ?? false
         let sandbox =
             try args.option("--sandbox").map { value -> SandboxMode in
                 guard let mode = SandboxMode(rawValue: value) else {
@@ -295,12 +305,14 @@ enum RunCommand {
             )
         }
         let failed = result.failures.count
+        let known = result.failures.filter { $0.known == true }.count
         let rate = Double(total) / max(result.seconds, 1e-9)
         terminal.diagnostic(
             "thumbpipe: \(total) items in \(String(format: "%.2f", result.seconds)) s (\(String(format: "%.1f", rate)) items/s): "
-                + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed, \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
+                + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed\(known > 0 ? " (\(known) known from earlier runs)" : ""), \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
         )
-        return failed > 0 ? 1 : 0
+        // A nightly job asks to hear only of news: failures it has not seen before.
+        return (exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0
     }
 
     /// The manifest `run` was given: a file, a folder of photos, or `-` for standard input.

@@ -80,6 +80,38 @@ struct NightlyTests {
         #expect(store.stderr.contains("store.quality 0.5 → 0.8; 5 store files will be redone"), "\(store.stderr)")
     }
 
+    @Test("--exit-on-failure new: a failure known from an earlier run exits 0; a new one still exits 1")
+    func knownFailures() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("bad/truncated-png_truncated.png"), toPath: c.folder + "/broken.png")
+        let with = writeFile(
+            c.folder, "with.jsonl",
+            try String(contentsOfFile: c.manifest, encoding: .utf8)
+                + #"{"itemName": "Broken", "image": "broken.png", "itemKey": "b1"}"# + "\n")
+        let first = try runThumbpipe(["run", with, "-o", out, "-q", "--exit-on-failure", "new"])
+        #expect(first.status == 1, "the first night, the failure is news: \(first.stderr)")
+        let second = try runThumbpipe(["run", with, "-o", out, "-q", "--exit-on-failure", "new"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("1 failed (1 known from earlier runs)"), "\(second.stderr)")
+        #expect(
+            try readJSONObject(out + "/.thumbpipe/report.json").objects("failures").first?["known"] as? Bool == true)
+        let strict = try runThumbpipe(["run", with, "-o", out, "-q"])
+        #expect(strict.status == 1, "by default any failure exits 1")
+        // Something new breaks: news again.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("bad/truncated-png_truncated.png"), toPath: c.folder + "/broken2.png")
+        let more = writeFile(
+            c.folder, "more.jsonl",
+            try String(contentsOfFile: with, encoding: .utf8)
+                + #"{"itemName": "Broken 2", "image": "broken2.png", "itemKey": "b2"}"# + "\n")
+        let news = try runThumbpipe(["run", more, "-o", out, "-q", "--exit-on-failure", "new"])
+        #expect(news.status == 1 && news.stderr.contains("2 failed (1 known from earlier runs)"), "\(news.stderr)")
+        let bad = try runThumbpipe(["run", with, "-o", out, "--exit-on-failure", "sometimes"])
+        #expect(bad.status == 64)
+    }
+
     @Test("A state from the previous schema (1) is upgraded in place and keeps every item")
     func schemaUpgrade() throws {
         let folder = TestPaths.temporaryFolder("schema")

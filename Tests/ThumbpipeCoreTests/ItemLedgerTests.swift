@@ -258,6 +258,14 @@ struct ItemLedgerTests {
         #expect(
             failedBefore.finished.failure?.stage == .decode && failedBefore.finished.failure?.message == "truncated")
         #expect(failedBefore.finished.log?.action == "failed")
+        #expect(failedBefore.finished.failure?.known == nil, "its record had no failure: not a known one")
+        let knownLedger = Self.ledger(
+            Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged),
+            previous: Self.previous(failure: "decode: truncated"))
+        let known = knownLedger.settle(
+            thumbnail: .failure(ItemFailure(recorded: "decode: truncated")), outcome: nil, date: date, dateGuess: nil,
+            storeInPlace: false, sourceStamp: { nil }, storeStamp: { nil }, logs: false)
+        #expect(known.finished.failure?.known == true, "replayed from the record: known from an earlier run")
     }
 
     @Test("A missing source keeps its thumbnail, store file and date, fails of its own kind, and records since when")
@@ -283,6 +291,8 @@ struct ItemLedgerTests {
             thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: false, now: Self.now.addingTimeInterval(86_400))
         #expect(later.finished.record == nil)
+        #expect(
+            first.finished.failure?.known == nil && later.finished.failure?.known == true, "news the first night only")
         #expect(later.finished.failure?.message.hasPrefix("source missing since 2023-11-14T22:13:20") == true)
         // Its thumbnail lost from the state: it fails, but its store file still stays.
         let lost = ledger.settle(

@@ -210,9 +210,10 @@ public final class BatchRunner: Sendable {
             let item = manifest.items[position]
             guard let recorded = try state.record(forKey: item.itemKey)?.failure else { continue }
             let failure = ItemFailure(recorded: recorded)
-            let record = FailureRecord(
+            var record = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
+            record.known = true
             failures.append(record)
             failedAt[position] = record
             hooks.onFailure?(record)

@@ -17,6 +17,9 @@ public struct FailureRecord: Sendable, Codable {
     /// Its source is missing and its last good outputs were kept (a failure of
     /// its own kind: nothing was lost, but the source needs looking after).
     public var kept: Bool? = nil
+    /// It failed the same way in an earlier run (same source stamp, same settings;
+    /// for a kept item, its source was already missing): no news for a nightly job.
+    public var known: Bool? = nil
 
     public init(line: Int, itemKey: String, itemName: String, source: String, stage: Stage, message: String) {
         self.line = line

@@ -232,6 +232,8 @@ struct ItemLedger: Sendable {
             finished.failure = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
+            // Replayed from the record, not found tonight.
+            if outcome == nil && previous?.failure != nil { finished.failure?.known = true }
         } else if let dateGuess {
             finished.dateGuess = DateGuess(
                 itemKey: item.itemKey, line: item.line, source: item.image ?? "", reason: dateGuess)
@@ -295,6 +297,7 @@ struct ItemLedger: Sendable {
             line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "", stage: .decode,
             message: message)
         failure.kept = true
+        if previous.missingSince != nil { failure.known = true }
         finished.failure = failure
         if recordsState && previous.missingSince == nil {
             var record = previous
