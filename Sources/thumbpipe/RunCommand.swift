@@ -213,7 +213,7 @@ enum RunCommand {
         }
         let support = Sandbox.probe()
         try Sandbox.check(sandbox, support: support)
-        let lock = try BatchRunner.prepareOutputFolder(output)
+        let lock = try OutputFolder.prepare(output)
         let hadState = FileManager.default.fileExists(atPath: RunState.path(in: output))
         let state = try RunState(folder: output)
         try OutputGuard.check(
@@ -350,122 +350,5 @@ enum RunCommand {
             return result.manifest
         }
         return try Manifest.read(path: input)
-    }
-
-    /// Prints a dry run's plan: counts, then one line per item that is not unchanged.
-    static func printPlan(
-        _ plan: IncrementalPlan, manifest: Manifest, json: Bool, settingsChange: SettingsChange? = nil
-    )
-        throws
-    {
-        let counts = plan.counts
-        if json {
-            var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
-                [
-                    "itemKey": item.itemKey, "itemName": item.itemName, "source": item.image ?? "", "line": item.line,
-                    "class": work.itemClass.rawValue,
-                    "thumbnail": work.needsThumbnail, "store": work.needsStore, "reason": work.reason,
-                ]
-            }
-            items += plan.removed.map { ["itemKey": $0, "class": "removed", "reason": "not in the manifest"] }
-            let object: [String: Any] = [
-                "counts": Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), "items": items,
-                "settingsChanged": settingsChange?.differences ?? [],
-            ]
-            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
-                try printOut(String(decoding: data, as: UTF8.self))
-            }
-            return
-        }
-        if let settingsChange { try printOut(settingsChange.description) }
-        try printOut(
-            "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
-                + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")
-        )
-        for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
-            let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
-            try printOut(
-                "  \(work.itemClass.rawValue)\t\(item.itemName)\t\(item.image ?? "(no image)")\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
-            )
-        }
-        for key in plan.removed { try printOut("  removed\t\(key)") }
-    }
-}
-
-/// Catches signals from the moment it is made; once a run has started, passes
-/// them on to its cancellation flag (and any that came earlier, at once).
-final class SignalCatcher {
-    private let sources: [any DispatchSourceSignal]
-    private final class State: Sendable {
-        let value = Mutex<(received: Int32, flag: CancellationFlag?)>((0, nil))
-    }
-    private let state = State()
-
-    init(_ numbers: [Int32]) {
-        var sources: [any DispatchSourceSignal] = []
-        for number in numbers {
-            // libdispatch delivers a signal to its source only when the default action is off.
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            sources.append(source)
-        }
-        self.sources = sources
-        for (number, source) in zip(numbers, sources) {
-            source.setEventHandler { [state] in
-                let flag = state.value.withLock { state -> CancellationFlag? in
-                    if state.received == 0 { state.received = number }
-                    return state.flag
-                }
-                if let flag {
-                    flag.cancel(signal: number)
-                } else {
-                    // Nothing written yet: stop as the shell expects.
-                    exit(128 + number)
-                }
-            }
-            source.resume()
-        }
-    }
-
-    deinit { sources.forEach { $0.cancel() } }
-
-    /// From now on, signals cancel `flag`.
-    func forward(to flag: CancellationFlag) {
-        let received = state.value.withLock { state -> Int32 in
-            state.flag = flag
-            return state.received
-        }
-        if received != 0 { flag.cancel(signal: received) }
-    }
-}
-
-/// `run --log FILE`: one JSON line per item, written as items reach the archive.
-final class ItemLog: Sendable {
-    private let descriptor: Int32
-    private let target: OutputTarget
-    /// The first write that failed: the run ends with 74 after its archive.
-    private let failure = Mutex<ThumbpipeError?>(nil)
-
-    init(target: OutputTarget) throws {
-        self.target = target
-        descriptor = try target.open()
-    }
-
-    deinit { if target.kind != .standardOutput { close(descriptor) } }
-
-    func write(_ entry: ItemLogEntry) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(entry), failure.withLock({ $0 == nil }) else { return }
-        do {
-            try (data + Data("\n".utf8)).withUnsafeBytes { try OutputTarget.writeAll(descriptor, $0, to: target.path) }
-        } catch let error as ThumbpipeError {
-            failure.withLock { $0 = ThumbpipeError(.ioError, "--log \(error.message)") }
-        } catch {}
-    }
-
-    /// - Throws: ``ThumbpipeError`` (74) when any line could not be written.
-    func finish() throws {
-        if let error = failure.withLock({ $0 }) { throw error }
     }
 }

@@ -129,27 +129,13 @@ func printOut(_ text: String) throws {
 /// - Throws: ``ThumbpipeError`` (74) when it cannot all be written (a full disk,
 ///   a closed descriptor): the output a user asked for never ends silently short.
 func writeOut(_ text: String) throws {
-    let bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, bytes.count - offset) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else {
-            throw ThumbpipeError(.ioError, "cannot write to standard output: \(ThumbpipeError.errnoText())")
-        }
-        offset += n
+    if let code = Array(text.utf8).withUnsafeBytes({ FileDescriptor.writeAll(1, $0) }) {
+        throw ThumbpipeError(.ioError, "cannot write to standard output: \(ThumbpipeError.errnoText(code))")
     }
 }
 
 /// Writes all of `text` to `fd`; a closed descriptor or a reader that went away
 /// (EBADF, EPIPE) loses the text, never the run.
 func writeAll(_ fd: Int32, _ text: String) {
-    let bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        offset += n
-    }
+    _ = Array(text.utf8).withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
 }

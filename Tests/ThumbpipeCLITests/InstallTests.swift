@@ -71,15 +71,16 @@ struct InstallTests {
         let (binary, baseEnv) = try loneBinary()
         let root = URL(fileURLWithPath: binary).deletingLastPathComponent().deletingLastPathComponent().path
         let cwd = root + "/cwd"
-        let folders = [
-            "cwd": cwd + "/pipelines", "env": root + "/env", "xdg": root + "/xdg/thumbpipe/pipelines",
-            "prefix": root + "/share/thumbpipe/pipelines",
-        ]
-        for folder in folders.values {
+        let (cwdFolder, envFolder, xdgFolder, prefixFolder) = (
+            cwd + "/pipelines", root + "/env", root + "/xdg/thumbpipe/pipelines", root + "/share/thumbpipe/pipelines"
+        )
+        // In the order they are searched.
+        let order = [("cwd", cwdFolder), ("env", envFolder), ("xdg", xdgFolder), ("prefix", prefixFolder)]
+        for (_, folder) in order {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         var env = baseEnv
-        env["THUMBPIPE_PIPELINES"] = folders["env"]!
+        env["THUMBPIPE_PIPELINES"] = envFolder
         env["XDG_CONFIG_HOME"] = root + "/xdg"
         func scale(of name: String) throws -> (Double?, String) {
             let result = try runProcess(
@@ -88,21 +89,20 @@ struct InstallTests {
             return ((object?["thumbnail"] as? [String: Any])?["scale"] as? Double, result.stderr)
         }
         // Each folder holds a 'p' of its own scale; removing the first found reveals the next.
-        let order = ["cwd", "env", "xdg", "prefix"]
-        for (i, key) in order.enumerated() {
-            _ = writeFile(folders[key]!, "p.json", #"{"thumbnail": {"scale": \#(i + 1)}}"#)
+        for (i, (_, folder)) in order.enumerated() {
+            _ = writeFile(folder, "p.json", #"{"thumbnail": {"scale": \#(i + 1)}}"#)
         }
-        for (i, key) in order.enumerated() {
+        for (i, (key, folder)) in order.enumerated() {
             let (found, stderr) = try scale(of: "p")
             #expect(found == Double(i + 1), "expected \(key)'s: \(stderr)")
-            #expect(stderr.contains(folders[key]! + "/p.json"), "\(stderr)")
-            try FileManager.default.removeItem(atPath: folders[key]! + "/p.json")
+            #expect(stderr.contains(folder + "/p.json"), "\(stderr)")
+            try FileManager.default.removeItem(atPath: folder + "/p.json")
         }
         // None left: the error names every folder tried, in order, and says what is built in.
         let missing = try runProcess(binary, ["pipeline", "show", "p"], environment: env, in: cwd, inheriting: false)
         #expect(missing.status == 66)
         let expected =
-            "no p.json in \(folders["cwd"]!), \(folders["env"]!), \(folders["xdg"]!), /etc/thumbpipe/pipelines, \(folders["prefix"]!)"
+            "no p.json in \(cwdFolder), \(envFolder), \(xdgFolder), /etc/thumbpipe/pipelines, \(prefixFolder)"
         #expect(missing.stderr.contains(expected), "\(missing.stderr)")
         #expect(missing.stderr.contains("built in: homepwner"))
         let run = try runProcess(
@@ -110,17 +110,17 @@ struct InstallTests {
         #expect(run.status == 66 && run.stderr.contains(expected), "\(run.stderr)")
         // Without XDG_CONFIG_HOME: ~/.config.
         env["XDG_CONFIG_HOME"] = nil
-        let home = env["HOME"]! + "/.config/thumbpipe/pipelines"
+        let home = try #require(env["HOME"]) + "/.config/thumbpipe/pipelines"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         _ = writeFile(home, "p.json", #"{"thumbnail": {"scale": 7}}"#)
         #expect(try scale(of: "p").0 == 7)
         // homepwner is built in; a homepwner.json in a folder overrides it.
         #expect(try scale(of: "homepwner").0 == 2)
         #expect(try scale(of: "homepwner").1.contains("built in"))
-        _ = writeFile(folders["env"]!, "homepwner.json", #"{"thumbnail": {"scale": 3}}"#)
+        _ = writeFile(envFolder, "homepwner.json", #"{"thumbnail": {"scale": 3}}"#)
         #expect(try scale(of: "homepwner").0 == 3)
         let list = try runProcess(binary, ["pipeline", "list"], environment: env, in: cwd, inheriting: false)
-        #expect(list.stdout.contains("homepwner\t\(folders["env"]!)/homepwner.json\n"), "\(list.stdout)")
+        #expect(list.stdout.contains("homepwner\t\(envFolder)/homepwner.json\n"), "\(list.stdout)")
         #expect(list.stdout.contains("p\t\(home)/p.json\n"), "\(list.stdout)")
     }
 

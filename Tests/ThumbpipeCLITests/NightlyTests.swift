@@ -10,15 +10,8 @@ struct NightlyTests {
         "A missing photo keeps its thumbnail, store file and date; reported kept since the first night; back, nothing redone; --prune-missing drops it"
     )
     func missingSourceKept() throws {
-        let folder = TestPaths.temporaryFolder("nightly")
-        for (name, fixture) in [("a.jpg", "Nikon-D3100.jpg"), ("b.jpg", "Canon-EOS-1000D.jpg")] {
-            try FileManager.default.copyItem(
-                atPath: TestPaths.fixture("photos/" + fixture), toPath: folder + "/" + name)
-        }
-        let manifest = writeFile(
-            folder, "items.jsonl",
-            #"{"itemName": "A", "image": "a.jpg", "itemKey": "ka"}"# + "\n"
-                + #"{"itemName": "B", "image": "b.jpg", "itemKey": "kb"}"# + "\n")
+        let (folder, manifest) = try photoCollection(
+            "nightly", [("a.jpg", "Nikon-D3100.jpg", "A", "ka"), ("b.jpg", "Canon-EOS-1000D.jpg", "B", "kb")])
         let out = folder + "/out"
         #expect(try runThumbpipe(["run", manifest, "-o", out, "-q"]).status == 0)
         let before = try KeyedArchiveReader(path: out + "/items.archive").validItem(at: 1)
@@ -42,10 +35,10 @@ struct NightlyTests {
         #expect(log.contains(#""action":"kept""#), "\(log)")
         let failures = try readJSONObject(out + "/.thumbpipe/report.json").objects("failures")
         #expect(failures.count == 1 && failures.first?["kept"] as? Bool == true, "\(failures)")
-        let since = night.stderr.components(separatedBy: "since ").last?.prefix(24)
+        let since = try #require(night.stderr.components(separatedBy: "since ").last?.prefix(24))
         // The next night, still missing: the same date.
         let second = try runThumbpipe(["run", manifest, "-o", out, "-q"])
-        #expect(second.status == 1 && since != nil && second.stderr.contains("since \(since!)"), "\(second.stderr)")
+        #expect(second.status == 1 && second.stderr.contains("since \(since)"), "\(second.stderr)")
         // Back: nothing decoded, the state forgets it was missing, then all unchanged.
         try FileManager.default.moveItem(atPath: folder + "/b-away.jpg", toPath: folder + "/b.jpg")
         let back = try runThumbpipe(["run", manifest, "-o", out, "-q"])

@@ -10,15 +10,8 @@ struct SandboxTests {
     static let support = Sandbox.probe()
 
     func collection() throws -> (folder: String, manifest: String) {
-        let folder = TestPaths.temporaryFolder("sandbox")
-        for (name, fixture) in [("a.jpg", "Nikon-D3100.jpg"), ("evil.jpg", "Canon-EOS-1000D.jpg")] {
-            try FileManager.default.copyItem(
-                atPath: TestPaths.fixture("photos/" + fixture), toPath: folder + "/" + name)
-        }
-        let manifest = writeFile(
-            folder, "items.jsonl",
-            #"{"itemName": "A", "image": "a.jpg"}"# + "\n" + #"{"itemName": "Evil", "image": "evil.jpg"}"# + "\n")
-        return (folder, manifest)
+        try photoCollection(
+            "sandbox", [("a.jpg", "Nikon-D3100.jpg", "A", nil), ("evil.jpg", "Canon-EOS-1000D.jpg", "Evil", nil)])
     }
 
     func escapes(in folder: String) throws -> [String] {

@@ -182,7 +182,7 @@ struct ItemLedgerTests {
     }
 
     @Test("A new item made by its job: archive entry, record with this run's fingerprints and stamps")
-    func settleMade() {
+    func settleMade() throws {
         let ledger = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
         let outcome = Self.outcome(header: Self.exif)
         let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: nil)
@@ -198,7 +198,7 @@ struct ItemLedgerTests {
         #expect(finished.failure == nil && !finished.forget)
         #expect(finished.log?.action == "new")
         #expect(finished.profile?.format == "JPEG")
-        let record = try! #require(finished.record)
+        let record = try #require(finished.record)
         #expect(record.thumbnailFingerprint == "T1" && record.storeFingerprint == "S1")
         #expect(record.sourceSize == 11 && record.sourceModified == 21 && record.sourceHash == "H1")
         #expect(record.storeSize == 31 && record.storeModified == 41 && record.storeHash == "SH1")
@@ -208,7 +208,7 @@ struct ItemLedgerTests {
 
     @Test(
         "A failure of the source: no thumbnail, the store file deleted, the failure recorded with its own fingerprint")
-    func settleFailed() {
+    func settleFailed() throws {
         let ledger = Self.ledger(
             Self.item(), Self.work(.changed, thumbnail: true, store: true, .sourceChanged), previous: Self.previous())
         let outcome = Self.outcome(header: nil, failure: ItemFailure(.decode, "truncated JPEG"))
@@ -222,7 +222,7 @@ struct ItemLedgerTests {
         #expect(settled.finished.failure?.message == "truncated JPEG")
         #expect(settled.finished.dateGuess == nil, "a failed item's date is not listed as a guess")
         #expect(settled.finished.log?.action == "failed" && settled.finished.log?.reason == "decode: truncated JPEG")
-        let record = try! #require(settled.finished.record)
+        let record = try #require(settled.finished.record)
         #expect(record.thumbnailFingerprint == "F1" && record.failure == "decode: truncated JPEG")
         #expect(record.storeSize == -1 && record.storeHash == "", "no store file is recorded for a failed item")
     }

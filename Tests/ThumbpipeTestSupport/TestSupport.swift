@@ -347,3 +347,21 @@ public func makeTestImage(from source: String, to destination: String, width: In
         throw TestImageError(message: "cannot make \(destination): \(message)")
     }
 }
+
+/// A fresh folder holding copies of fixture photos under new names, and a JSONL
+/// manifest over them (one item per photo, in order; a nil key lets thumbpipe derive it).
+/// - Parameter photos: the file name in the folder, the fixture under `Tests/Fixtures/photos`,
+///   the item's name and key.
+public func photoCollection(
+    _ label: String, _ photos: [(name: String, fixture: String, itemName: String, key: String?)]
+) throws -> (folder: String, manifest: String) {
+    let folder = TestPaths.temporaryFolder(label)
+    var lines: [String] = []
+    for photo in photos {
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/" + photo.fixture), toPath: folder + "/" + photo.name)
+        let key = photo.key.map { #", "itemKey": "\#($0)""# } ?? ""
+        lines.append(#"{"itemName": "\#(photo.itemName)", "image": "\#(photo.name)"\#(key)}"#)
+    }
+    return (folder, writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n"))
+}

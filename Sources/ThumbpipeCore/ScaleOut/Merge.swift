@@ -84,7 +84,7 @@ public enum Merge {
             )
         }
 
-        let lock = try BatchRunner.prepareOutputFolder(output)
+        let lock = try OutputFolder.prepare(output)
         defer { withExtendedLifetime(lock) {} }
         // What an earlier merge into this folder archived: its store files are ours to remove.
         let archivePath = output + "/" + first.archiveFileName
@@ -149,22 +149,23 @@ public enum Merge {
     /// file is replaced atomically), or copies it across file systems.
     /// - Returns: true when linked.
     static func place(_ source: String, at target: String) throws -> Bool {
-        var a = stat()
-        var b = stat()
-        if stat(source, &a) == 0, lstat(target, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
-            return true  // already this very file (done before, or in place)
-        }
-        // Only a regular file is linked: link(2) on a symlink links the symlink
-        // itself, and a relative one would then name another file from here.
+        // The file the source names, and the source itself (a symlink or not).
+        var named = stat()
         var own = stat()
-        guard lstat(source, &own) == 0 else {
+        guard stat(source, &named) == 0, lstat(source, &own) == 0 else {
             throw ThumbpipeError(.noInput, "\(source): cannot read: \(ThumbpipeError.errnoText())")
         }
-        guard (a.st_mode & S_IFMT) == S_IFREG else {
+        guard (named.st_mode & S_IFMT) == S_IFREG else {
             throw ThumbpipeError(.dataError, "\(source): not a regular file; a store file must be one")
+        }
+        var existing = stat()
+        if lstat(target, &existing) == 0, named.st_dev == existing.st_dev, named.st_ino == existing.st_ino {
+            return true  // already this very file (done before, or in place)
         }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let path = TemporaryFile.name(in: folder)
+        // Only a regular file is linked: link(2) on a symlink links the symlink
+        // itself, and a relative one would then name another file from here.
         if (own.st_mode & S_IFMT) == S_IFREG && link(source, path) == 0 {
             let renamed = rename(path, target) == 0
             let reason = ThumbpipeError.errnoText()

@@ -6,13 +6,13 @@ import Synchronization
 /// archive and the state in manifest order, and the incremental plan deciding
 /// per item what is redone.
 public final class BatchRunner: Sendable {
-    private let manifest: Manifest
+    let manifest: Manifest
     private let settings: PipelineSettings
     private let options: RunOptions
-    private let plan: IncrementalPlan?
-    private let state: RunState?
+    let plan: IncrementalPlan?
+    let state: RunState?
     private let trace: TraceWriter?
-    private let hooks: RunHooks
+    let hooks: RunHooks
     private let store: ImageStore
     private let fingerprints: ItemLedger.Fingerprints
     /// Store-file names a killed run claimed (its files, not strangers'), read before this run claims any.
@@ -41,32 +41,6 @@ public final class BatchRunner: Sendable {
         claimedBefore = OutputGuard.claims(in: options.outputFolder)
     }
 
-    /// Creates the output folder if needed, checks it can be written, takes its
-    /// lock, and removes the temporaries of runs that no longer hold it.
-    /// - Returns: the lock, held until it is released.
-    /// - Throws: ``ThumbpipeError`` (73), also when another thumbpipe holds the folder.
-    public static func prepareOutputFolder(_ folder: String) throws -> OutputLock {
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: folder + "/.thumbpipe", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(
-                atPath: OutputFolder.workFolder(folder), withIntermediateDirectories: true)
-        } catch {
-            throw ThumbpipeError(
-                .cannotCreate, "\(folder): cannot create output folder: \(ThumbpipeError.describe(error))")
-        }
-        guard access(folder, W_OK) == 0 else {
-            throw ThumbpipeError(
-                .cannotCreate, "\(folder): output folder is not writable: \(ThumbpipeError.errnoText())")
-        }
-        let lock = try OutputLock(folder: folder)
-        // The lock is ours: every temporary here belongs to a run that is gone.
-        TemporaryFile.removeStale(in: folder)
-        TemporaryFile.removeStale(in: folder + "/.thumbpipe")
-        TemporaryFile.removeStale(in: OutputFolder.workFolder(folder))
-        return lock
-    }
-
     /// Runs every item; writes store files, then the report, then `items.archive`.
     /// - Parameters:
     ///   - cancel: a set flag kills the workers at once and leaves nothing partial.
@@ -78,7 +52,7 @@ public final class BatchRunner: Sendable {
     {
         let started = Spans.now
         let startTime = Date()
-        let lock = try options.lock ?? Self.prepareOutputFolder(options.outputFolder)
+        let lock = try options.lock ?? OutputFolder.prepare(options.outputFolder)
         let archivePath = options.outputFolder + "/" + settings.archive.fileName
         let fingerprint = state == nil ? nil : IncrementalPlan.archiveFingerprint(manifest, settings)
         if let unchanged = try runUnchanged(
@@ -192,62 +166,6 @@ public final class BatchRunner: Sendable {
         return result
     }
 
-    /// When nothing changed (every item unchanged, none removed, the same items
-    /// in the same order with the same fields, and the archive on disk the one
-    /// the last run wrote), a run writes nothing but its report: no worker, no
-    /// archive. Failures of the source are replayed from the state.
-    private func runUnchanged(
-        started: UInt64, startTime: Date, archivePath: String, fingerprint: String?,
-        writeReport: (RunResult) throws -> Void
-    ) throws -> RunResult? {
-        guard let plan, let state, let fingerprint, plan.nothingChanged,
-            try state.meta("archiveFingerprint") == fingerprint, let stamp = FileStamp(path: archivePath),
-            try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)"
-        else { return nil }
-        var failures: [FailureRecord] = []
-        var failedAt: [Int: FailureRecord] = [:]
-        for position in plan.keptFailures {
-            let item = manifest.items[position]
-            guard let recorded = try state.record(forKey: item.itemKey)?.failure else { continue }
-            let failure = ItemFailure(recorded: recorded)
-            var record = FailureRecord(
-                line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
-                stage: failure.stage, message: failure.message)
-            record.known = true
-            failures.append(record)
-            failedAt[position] = record
-            hooks.onFailure?(record)
-        }
-        // --log has one line per item, on a night with nothing to do too.
-        if let onItem = hooks.onItem {
-            for position in manifest.items.indices {
-                let item = manifest.items[position]
-                if let failure = failedAt[position] {
-                    onItem(
-                        ItemLogEntry(item, action: "failed", reason: "\(failure.stage.rawValue): \(failure.message)"))
-                } else {
-                    onItem(
-                        ItemLogEntry(
-                            item, action: "unchanged", reason: item.imagePath == nil ? "no image" : "unchanged"))
-                }
-            }
-        }
-        let withoutImage = manifest.items.count - manifest.items.withImageCount
-        let succeeded = manifest.items.withImageCount - failures.count
-        hooks.onProgress?(manifest.items.count)
-        var result = RunResult(
-            total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
-            seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
-        result.classes = plan.counts
-        result.timeSavedSeconds = plan.savedSeconds
-        result.startTime = startTime
-        result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
-        result.peakRSSBytes = result.parentPeakRSSBytes
-        try writeReport(result)
-        result.seconds = Double(Spans.now - started) / 1e9
-        return result
-    }
-
     // MARK: - One item
 
     /// One slot's loop: items from the dispenser to the sink, with the next
@@ -351,10 +269,11 @@ public final class BatchRunner: Sendable {
                 outcome.spans.append(spans)
                 if appeared {
                     outcome.storeWritten = false
-                    outcome.failure = ItemFailure(
+                    let failure = ItemFailure(
                         .write, "\(target) appeared during the run; thumbpipe does not replace a file it did not write",
                         transient: true)
-                    thumbnail = .failure(outcome.failure!)
+                    outcome.failure = failure
+                    thumbnail = .failure(failure)
                 }
             } else {
                 unlink(job.temporaryPath)

@@ -41,7 +41,7 @@ public final class RunState: @unchecked Sendable {
     private let database: SQLiteDatabase
     private let lock = NSLock()
     /// The state has `missing_since` (schema 2; a read-only schema 1 state has not).
-    private var hasMissingSince = true
+    private let hasMissingSince: Bool
 
     /// The state file of an output folder.
     public static func path(in folder: String) -> String { folder + "/.thumbpipe/state.sqlite" }
@@ -59,10 +59,9 @@ public final class RunState: @unchecked Sendable {
                 "\(database.path): written by a newer thumbpipe (state schema \(version); this one reads \(Self.schemaVersion)); run that version, or use a new output folder"
             )
         }
-        guard !readOnly else {
-            hasMissingSince = version != 1
-            return
-        }
+        // Written, a schema 1 state is upgraded below; read, it is read as it is.
+        hasMissingSince = !(readOnly && version == 1)
+        guard !readOnly else { return }
         try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         if version == 0 {
             try database.execute(

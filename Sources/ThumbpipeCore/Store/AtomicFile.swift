@@ -100,14 +100,8 @@ public final class TemporaryFile: @unchecked Sendable {
     /// Writes all of `bytes`.
     /// - Throws: ``ThumbpipeError`` (74) naming the path and reason (e.g. no space left).
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ThumbpipeError(.ioError, "\(path): write failed: \(ThumbpipeError.errnoText())")
-            }
-            offset += n
+        if let code = FileDescriptor.writeAll(descriptor, bytes) {
+            throw ThumbpipeError(.ioError, "\(path): write failed: \(ThumbpipeError.errnoText(code))")
         }
     }
 

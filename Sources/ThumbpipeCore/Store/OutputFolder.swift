@@ -56,12 +56,38 @@ public final class OutputLock: Sendable {
     deinit { close(descriptor) }
 }
 
-/// The folders of an output folder that thumbpipe makes for itself.
+/// An output folder: how a run prepares and locks it, and the folders thumbpipe makes in it.
 public enum OutputFolder {
     /// Where workers write (store files under temporary names, libvips's spill)
     /// before the parent renames a store file into place: the one folder a
     /// worker's sandbox lets it write to.
     public static func workFolder(_ folder: String) -> String { folder + "/.thumbpipe/work" }
+
+    /// Creates the output folder if needed, checks it can be written, takes its
+    /// lock, and removes the temporaries of runs that no longer hold it.
+    /// - Returns: the lock, held until it is released.
+    /// - Throws: ``ThumbpipeError`` (73), also when another thumbpipe holds the folder.
+    public static func prepare(_ folder: String) throws -> OutputLock {
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder + "/.thumbpipe", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: workFolder(folder), withIntermediateDirectories: true)
+        } catch {
+            throw ThumbpipeError(
+                .cannotCreate, "\(folder): cannot create output folder: \(ThumbpipeError.describe(error))")
+        }
+        guard access(folder, W_OK) == 0 else {
+            throw ThumbpipeError(
+                .cannotCreate, "\(folder): output folder is not writable: \(ThumbpipeError.errnoText())")
+        }
+        let lock = try OutputLock(folder: folder)
+        // The lock is ours: every temporary here belongs to a run that is gone.
+        TemporaryFile.removeStale(in: folder)
+        TemporaryFile.removeStale(in: folder + "/.thumbpipe")
+        TemporaryFile.removeStale(in: workFolder(folder))
+        return lock
+    }
 }
 
 /// Which names in the output folder a run may write.

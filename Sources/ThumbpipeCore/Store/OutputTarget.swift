@@ -121,12 +121,8 @@ public struct OutputTarget: Sendable, Equatable {
     /// Writes all of `bytes` to `fd`, through EINTR and short writes.
     /// - Throws: ``ThumbpipeError`` (74) naming `path` when a write fails (a full disk, a closed reader).
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, to path: String) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw ThumbpipeError(.ioError, "\(path): cannot write: \(ThumbpipeError.errnoText())") }
-            offset += n
+        if let code = FileDescriptor.writeAll(fd, bytes) {
+            throw ThumbpipeError(.ioError, "\(path): cannot write: \(ThumbpipeError.errnoText(code))")
         }
     }
 }
