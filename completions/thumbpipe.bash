@@ -53,7 +53,7 @@ _thumbpipe() {
         run)
             opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale
                   --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html
-                  --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --exit-on-failure --sandbox --shard --run-id
+                  --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --rebuild-state --exit-on-failure --sandbox --shard --run-id
                   -q --quiet -h --help" ;;
         scan) opts="-o --output -r --recursive --ext --force -q --quiet -h --help" ;;
         inspect) opts="--json -q --quiet -h --help" ;;

@@ -54,6 +54,9 @@ enum RunCommand {
                                     source, same settings), so a nightly cron mails news
           --prune-missing           an item whose photo is missing loses its thumbnail and
                                     store file (by default they are kept, and reported)
+          --rebuild-state           the state (.thumbpipe/state.sqlite) is damaged or lost:
+                                    move it aside, adopt the archive's items and the store
+                                    files, and make every item again
           --sandbox MODE            how workers are confined before reading a source:
                                     required, auto (default: what the kernel offers)
                                     or off (see 'Sandbox' in the README)
@@ -88,6 +91,7 @@ enum RunCommand {
         let json = args.flag("--json")
         let verifyContent = args.flag("--verify-content")
         let pruneMissing = args.flag("--prune-missing")
+        let rebuildState = args.flag("--rebuild-state")
         let exitOnNewOnly =
             try args.option("--exit-on-failure").map { value -> Bool in
                 guard value == "any" || value == "new" else {
@@ -214,10 +218,15 @@ enum RunCommand {
         let support = Sandbox.probe()
         try Sandbox.check(sandbox, support: support)
         let lock = try OutputFolder.prepare(output)
-        let hadState = FileManager.default.fileExists(atPath: RunState.path(in: output))
-        let state = try RunState(folder: output)
-        try OutputGuard.check(
-            manifest: manifest, settings: settings, state: hadState ? state : nil, outputFolder: output)
+        if rebuildState {
+            let rebuilt = try StateRebuild.run(folder: output, manifest: manifest, settings: settings)
+            terminal.warning(rebuilt.description)
+        }
+        // A refused run leaves no state behind: the next one is refused alike.
+        let previousState =
+            FileManager.default.fileExists(atPath: RunState.path(in: output)) ? try RunState(folder: output) : nil
+        try OutputGuard.check(manifest: manifest, settings: settings, state: previousState, outputFolder: output)
+        let state = try previousState ?? RunState(folder: output)
         let plan = try IncrementalPlan.make(
             manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
             verifyContent: verifyContent, pruneMissing: pruneMissing)

@@ -195,26 +195,86 @@ struct ScaleTests {
         var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, archive, &times, 0) == 0)
         #expect(try write(items, in: folder) == 0)
-        // A cut index: the items it still lists are copied, the rest encoded; a
-        // cut through an entry is not read at all. The archive is right either way.
+        // A cut index (whole entries or not) is not whole: nothing is copied from it.
         _ = try write(items, in: folder)
         let indexPath = folder + "/archive.index"
         let whole = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         try whole.prefix(ArchiveIndex.headerSize + 10 * ArchiveIndex.entrySize).write(
             to: URL(fileURLWithPath: indexPath))
-        #expect(try write(items, in: folder) == 10)
+        #expect(try write(items, in: folder) == 0)
         #expect(try KeyedArchiveReader(path: archive).items() == items)
         let again = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         try again.prefix(ArchiveIndex.headerSize + 10 * ArchiveIndex.entrySize + 7).write(
             to: URL(fileURLWithPath: indexPath))
         #expect(try write(items, in: folder) == 0)
         #expect(try KeyedArchiveReader(path: archive).items() == items)
-        // An entry that points elsewhere (its hash intact): copying stops there.
+        // An entry edited without its checksum: the index is not used at all.
         _ = try write(items, in: folder)
         var edited = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         edited[ArchiveIndex.headerSize + 50 * ArchiveIndex.entrySize + 8] ^= 0x01
         try edited.write(to: URL(fileURLWithPath: indexPath))
-        #expect(try write(items, in: folder) == 50)
+        #expect(try write(items, in: folder) == 0)
         #expect(try KeyedArchiveReader(path: archive).items() == items)
+        // One that claims more items than the archive can hold, checksum and all: not used.
+        _ = try write(items, in: folder)
+        var claiming = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        claiming.replaceSubrange(
+            ArchiveIndex.Header.itemCountBytes, with: withUnsafeBytes(of: UInt64(1 << 40).littleEndian) { Data($0) })
+        try claiming.write(to: URL(fileURLWithPath: indexPath))
+        #expect(try write(items, in: folder) == 0)
+    }
+
+    /// Rewrites the index's checksum after an edit, as a crafted index would.
+    func resealIndex(_ data: inout Data) {
+        let checksum = data.dropFirst(ArchiveIndex.headerSize).withUnsafeBytes { ContentHash.xxh64($0) }
+        data.replaceSubrange(
+            ArchiveIndex.Header.checksumBytes, with: withUnsafeBytes(of: checksum.littleEndian) { Data($0) })
+    }
+
+    @Test("Object sizes shifted in a resealed index (its item hashes intact) copy nothing wrong")
+    func shiftedSizesAreNotTrusted() throws {
+        let folder = TestPaths.temporaryFolder("shifted")
+        let fresh = TestPaths.temporaryFolder("shifted-fresh")
+        let items = sampleItems(100)
+        _ = try write(items, in: folder)
+        _ = try write(items, in: fresh, index: false)
+        let indexPath = folder + "/archive.index"
+        var index = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        // Item 40: one byte moves from its name to its serial number; the total stays.
+        let entry = ArchiveIndex.headerSize + 40 * ArchiveIndex.entrySize
+        index[entry + 16] &+= 1
+        index[entry + 20] &-= 1
+        resealIndex(&index)
+        try index.write(to: URL(fileURLWithPath: indexPath))
+        // Every other item is copied; item 40 is encoded afresh, and the archive equals a fresh one.
+        #expect(try write(items, in: folder) == 99)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: fresh + "/items.archive")))
+        #expect(try KeyedArchiveReader(path: folder + "/items.archive").items() == items)
+    }
+
+    @Test("An archive edited in place, its size and time kept, is not carried into the next one")
+    func editedArchiveIsNotCopied() throws {
+        let folder = TestPaths.temporaryFolder("edited")
+        let fresh = TestPaths.temporaryFolder("edited-fresh")
+        let items = sampleItems(100)
+        _ = try write(items, in: folder)
+        _ = try write(items, in: fresh, index: false)
+        let archive = folder + "/items.archive"
+        var info = stat()
+        #expect(stat(archive, &info) == 0)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        // One serial number's letter changes (S → 4), in place.
+        let serial = Array(items[61].serialNumber.utf8)
+        let at = try #require(bytes.firstRange(of: Data(serial))).lowerBound
+        bytes[at] = UInt8(ascii: "4")
+        try bytes.write(to: URL(fileURLWithPath: archive))
+        var times = [info.st_atim, info.st_mtim]
+        #expect(utimensat(AT_FDCWD, archive, &times, 0) == 0)
+        #expect(try write(items, in: folder) == 99)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: archive))
+                == Data(contentsOf: URL(fileURLWithPath: fresh + "/items.archive")))
     }
 }

@@ -6,15 +6,22 @@ import Foundation
 ///
 /// File layout: a 64-byte header (magic, format version, item count,
 /// reference width, a hash of the class name, the archive's size and
-/// modification time), then one 40-byte ``Entry`` per item, little-endian.
-/// The index is only trusted for the archive file whose size and time it
-/// records, written by this format version.
+/// modification time, a checksum of the entries), then one 48-byte ``Entry``
+/// per item, little-endian. The index is only trusted for the archive file
+/// whose size and time it records, written by this format version, whole
+/// (its size agrees with its item count, its entries with their checksum);
+/// and even then no byte is copied without proof: each entry holds a hash of
+/// its item's bytes in the archive, checked as they are copied.
 enum ArchiveIndex {
     static let magic: [UInt8] = Array("TPAIDX01".utf8)
-    /// Bumped whenever the archive's encoding of an item changes.
-    static let formatVersion: UInt32 = 1
+    /// Bumped whenever the archive's encoding of an item or the index's layout changes.
+    /// 2: entries hold a hash of their item's archived bytes; the header a checksum of the entries.
+    static let formatVersion: UInt32 = 2
     static let headerSize = 64
-    static let entrySize = 40
+    static let entrySize = 48
+    /// The fewest bytes an item takes in an archive (its objects without
+    /// thumbnail, with empty strings): bounds an index's item count by its archive's size.
+    static let minimumItemBytes: UInt64 = 30
 
     /// Where a run keeps the index of `folder`'s archive.
     static func path(in folder: String) -> String { folder + "/.thumbpipe/archive.index" }
@@ -30,6 +37,22 @@ enum ArchiveIndex {
         /// 0 when the item has no thumbnail.
         var dataSize: UInt32 = 0
         var integerSize: UInt8 = 0
+        /// XXH64 of the item's bytes in the archive, seeded with its object
+        /// sizes: copied bytes must hash to it, and sizes that do not split
+        /// them as they were written do not.
+        var bytesHash: UInt64 = 0
+
+        /// The seed of ``bytesHash``: the object sizes, hashed.
+        var sizesSeed: UInt64 {
+            var sizes = (
+                nameSize.littleEndian, serialSize.littleEndian, keySize.littleEndian, dataSize.littleEndian,
+                UInt32(integerSize).littleEndian
+            )
+            return withUnsafeBytes(of: &sizes) { ContentHash.xxh64($0) }
+        }
+
+        /// The hash an item's `bytes` must have for this entry.
+        func hashOfBytes(_ bytes: UnsafeRawBufferPointer) -> UInt64 { ContentHash.xxh64(bytes, seed: sizesSeed) }
 
         /// Calls `body` with the size of each of the item's objects, in object order.
         @inline(__always) func forEachObjectSize(_ layout: Layout, refWidth: Int, _ body: (UInt64) throws -> Void)
@@ -60,7 +83,8 @@ enum ArchiveIndex {
         func encode(into out: inout [UInt8]) {
             var record = (
                 hash.littleEndian, start.littleEndian, nameSize.littleEndian, serialSize.littleEndian,
-                keySize.littleEndian, dataSize.littleEndian, UInt64(integerSize).littleEndian
+                keySize.littleEndian, dataSize.littleEndian, UInt64(integerSize).littleEndian,
+                bytesHash.littleEndian
             )
             withUnsafeBytes(of: &record) {
                 out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<ArchiveIndex.entrySize]))
@@ -80,6 +104,7 @@ enum ArchiveIndex {
             keySize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
             dataSize = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
             integerSize = bytes[32]
+            bytesHash = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 40, as: UInt64.self))
         }
     }
 
@@ -104,6 +129,12 @@ enum ArchiveIndex {
         var refWidth: UInt8
         var className: String
         var archive: FileStamp?
+        /// XXH64 of every entry's bytes, in order.
+        var entriesChecksum: UInt64 = 0
+
+        /// Where the item count and the checksum lie in the encoded header.
+        static let itemCountBytes = 12..<20
+        static let checksumBytes = 45..<53
 
         func encode() -> [UInt8] {
             var out = ArchiveIndex.magic
@@ -116,6 +147,7 @@ enum ArchiveIndex {
             put(ArchiveIndex.hash(className), 8)
             put(UInt64(bitPattern: archive?.size ?? -1), 8)
             put(UInt64(bitPattern: archive?.modified ?? -1), 8)
+            put(entriesChecksum, 8)
             out += [UInt8](repeating: 0, count: ArchiveIndex.headerSize - out.count)
             return out
         }
@@ -225,8 +257,13 @@ enum ArchiveIndex {
             pending.reserveCapacity(1 << 20)
         }
 
+        /// XXH64 of the entries appended so far: the header's checksum.
+        private var checksum = ContentHash.Streaming()
+
         func append(_ entry: Entry) throws {
+            let from = pending.count
             entry.encode(into: &pending)
+            pending.withUnsafeBytes { checksum.update(UnsafeRawBufferPointer(rebasing: $0[from...])) }
             if pending.count >= 1 << 20 { try flush() }
         }
 
@@ -251,6 +288,8 @@ enum ArchiveIndex {
         func commit(header: Header) throws {
             try flush()
             guard let finalPath else { return }
+            var header = header
+            header.entriesChecksum = checksum.finish()
             let bytes = header.encode()
             let n = bytes.withUnsafeBytes { pwrite(file.descriptor, $0.baseAddress!, $0.count, 0) }
             guard n == bytes.count else {
@@ -265,42 +304,42 @@ enum ArchiveIndex {
         func discard() { file.discard() }
     }
 
-    /// Reads a previous index alongside its archive, item by item.
+    /// Reads a previous index alongside its archive, item by item, and hands
+    /// out an item's archived bytes only when they hash as the index says.
     final class Reader {
         private let archive: Int32
         private let refWidth: Int
         private var entries: EntryCursor
         private var exhausted = false
         /// Where the next item's objects must start, and the archive's size: an
-        /// entry that disagrees (a torn or edited index) ends the copying there.
+        /// entry that disagrees ends the copying there.
         private var expectedStart: UInt64
         private let archiveSize: UInt64
+        /// A window of the previous archive, read ahead: items are read in order.
+        private var window: [UInt8] = []
+        private var windowStart: UInt64 = 0
+        private static let windowSize = 1 << 20
 
         /// Opens the index at `indexPath` when it describes the archive now at
-        /// `archivePath`, written for the same class and reference width; else nil.
+        /// `archivePath`, written for the same class and reference width, and is
+        /// whole: as long as its item count says, no more items than the archive
+        /// can hold, its entries matching their checksum. Else nil.
         /// - Parameter firstStart: where the first item's objects start (after the
         ///   prologue, the same for one class name).
         init?(
             indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout,
             firstStart: UInt64
         ) {
-            let index = open(indexPath, O_RDONLY | O_CLOEXEC)
-            guard index >= 0 else { return nil }
-            let archive = open(archivePath, O_RDONLY | O_CLOEXEC)
-            guard archive >= 0 else {
+            guard let index = FileDescriptor.open(indexPath, O_RDONLY) else { return nil }
+            guard let archive = FileDescriptor.open(archivePath, O_RDONLY) else {
                 close(index)
                 return nil
             }
-            var header = [UInt8](repeating: 0, count: ArchiveIndex.headerSize)
-            let n = header.withUnsafeMutableBytes { pread(index, $0.baseAddress!, $0.count, 0) }
             var info = stat()
             let stamp = fstat(archive, &info) == 0 ? FileStamp(info) : nil
-            let expected = Header(
-                itemCount: 0, refWidth: UInt8(refWidth), className: className, archive: stamp
-            ).encode()
-            // Everything but the item count must match.
-            guard n == ArchiveIndex.headerSize, stamp != nil, header[0..<12] == expected[0..<12],
-                header[20..<45] == expected[20..<45]
+            guard let stamp,
+                let archiveSize = ArchiveIndex.check(
+                    index: index, className: className, refWidth: refWidth, archive: stamp)
             else {
                 close(index)
                 close(archive)
@@ -310,7 +349,7 @@ enum ArchiveIndex {
             self.refWidth = refWidth
             entries = EntryCursor(descriptor: index, path: indexPath, firstLayout: firstLayout, end: nil)
             expectedStart = firstStart
-            archiveSize = UInt64(max(0, info.st_size))
+            self.archiveSize = archiveSize
         }
 
         deinit {
@@ -335,36 +374,70 @@ enum ArchiveIndex {
             return (entry, layout, count)
         }
 
-        /// Appends `count` bytes of the previous archive from `start` to `file`.
-        /// - Throws: ``ThumbpipeError`` (74) when a read or write fails or the archive is short.
-        func copy(from start: UInt64, count: UInt64, to file: TemporaryFile) throws {
-            var from = off_t(start)
-            var left = Int(count)
-            while left > 0 {
-                // sendfile copies inside the kernel (to a file, since Linux 2.6.33).
-                let n = sendfile(file.descriptor, archive, &from, left)
-                if n > 0 {
-                    left -= n
-                    continue
+        /// Calls `body` with the archived bytes of an item ``next()`` returned,
+        /// when they hash as its entry says; returns false (and calls nothing)
+        /// when they do not or cannot be read: the item is then encoded afresh.
+        func withVerifiedBytes(
+            of entry: Entry, count: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void
+        ) rethrows -> Bool {
+            let count = Int(count)
+            let end = entry.start + UInt64(count)
+            if entry.start < windowStart || end > windowStart + UInt64(window.count) {
+                // Refill from this item on: a window, or the item whole when it is larger.
+                let want = Int(min(UInt64(max(Self.windowSize, count)), archiveSize - entry.start))
+                if window.count != want { window = [UInt8](repeating: 0, count: want) }
+                let got = window.withUnsafeMutableBytes {
+                    FileDescriptor.readFully(archive, into: $0, at: entry.start)
                 }
-                if n < 0 && errno == EINTR { continue }
-                if n == 0 {
-                    throw ThumbpipeError(.ioError, "\(file.path): the previous archive is shorter than its index")
-                }
-                // sendfile refused (another kind of descriptor): read and write.
-                var buffer = [UInt8](repeating: 0, count: min(left, 1 << 20))
-                while left > 0 {
-                    let want = min(left, buffer.count)
-                    let got = buffer.withUnsafeMutableBytes { pread(archive, $0.baseAddress!, want, from) }
-                    guard got > 0 else {
-                        throw ThumbpipeError(
-                            .ioError, "\(file.path): cannot read the previous archive: \(ThumbpipeError.errnoText())")
-                    }
-                    try buffer.withUnsafeBytes { try file.write(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
-                    from += off_t(got)
-                    left -= got
+                windowStart = entry.start
+                guard got == want else {
+                    window = []
+                    return false
                 }
             }
+            let from = Int(entry.start - windowStart)
+            return try window.withUnsafeBytes { all in
+                let bytes = UnsafeRawBufferPointer(rebasing: all[from..<from + count])
+                guard entry.hashOfBytes(bytes) == entry.bytesHash else { return false }
+                try body(bytes)
+                return true
+            }
         }
+    }
+
+    /// Checks an index's header against the archive it should describe, its
+    /// size against its item count, that count against what the archive can
+    /// hold, and its entries against their checksum (one sequential read).
+    /// - Returns: the archive's size when the index is whole and describes it; else nil.
+    static func check(index: Int32, className: String, refWidth: Int, archive: FileStamp) -> UInt64? {
+        var header = [UInt8](repeating: 0, count: headerSize)
+        let n = header.withUnsafeMutableBytes { FileDescriptor.readFully(index, into: $0, at: 0) }
+        let expected = Header(itemCount: 0, refWidth: UInt8(refWidth), className: className, archive: archive).encode()
+        // Magic, version, reference width, class and the archive's stamp must match.
+        guard n == headerSize, header[0..<12] == expected[0..<12], header[20..<45] == expected[20..<45] else {
+            return nil
+        }
+        func number(_ range: Range<Int>) -> UInt64 {
+            range.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(header[$1]) }
+        }
+        let itemCount = number(Header.itemCountBytes)
+        let archiveSize = UInt64(max(0, archive.size))
+        var info = stat()
+        guard fstat(index, &info) == 0, itemCount <= archiveSize / minimumItemBytes,
+            UInt64(info.st_size) == UInt64(headerSize) + itemCount * UInt64(entrySize)
+        else { return nil }
+        var checksum = ContentHash.Streaming()
+        var buffer = [UInt8](repeating: 0, count: 4096 * entrySize)
+        var offset = UInt64(headerSize)
+        while offset < UInt64(info.st_size) {
+            let want = Int(min(UInt64(buffer.count), UInt64(info.st_size) - offset))
+            let got = buffer.withUnsafeMutableBytes {
+                FileDescriptor.readFully(index, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
+            }
+            guard got == want else { return nil }
+            buffer.withUnsafeBytes { checksum.update(UnsafeRawBufferPointer(rebasing: $0[0..<want])) }
+            offset += UInt64(want)
+        }
+        return checksum.finish() == number(Header.checksumBytes) ? archiveSize : nil
     }
 }

@@ -16,8 +16,8 @@ import Foundation
 /// archive: per item a hash of its fields and thumbnail and where its objects
 /// lie. The next writer reads it: an item equal to the previous archive's item
 /// at the same position, whose objects would get the same numbers, is not
-/// encoded again but copied byte for byte from the previous archive (runs of
-/// such items in one `sendfile`).
+/// encoded again but copied byte for byte from the previous archive, when
+/// those bytes still hash as the index recorded (else it is encoded afresh).
 public final class KeyedArchiveWriter {
     private let file: TemporaryFile
     private let finalPath: String
@@ -44,8 +44,8 @@ public final class KeyedArchiveWriter {
     private var finished = false
     /// The previous archive and its index, when items can be copied from it.
     private var previous: ArchiveIndex.Reader?
-    /// A run of previous-archive bytes waiting to be copied: start and length.
-    private var pendingCopy: (start: UInt64, count: UInt64)?
+    /// XXH64 of every byte written so far: the finished archive's ``contentHash``.
+    private var writtenHash = ContentHash.Streaming()
     /// Items copied rather than encoded, and their bytes.
     public private(set) var copiedItems = 0
     public private(set) var copiedBytes: UInt64 = 0
@@ -104,7 +104,7 @@ public final class KeyedArchiveWriter {
         }
     }
 
-    private var position: UInt64 { flushedBytes + UInt64(buffer.count) + (pendingCopy?.count ?? 0) }
+    private var position: UInt64 { flushedBytes + UInt64(buffer.count) }
 
     /// Starts a new plist object and returns its reference.
     private func begin() -> Int {
@@ -187,24 +187,22 @@ public final class KeyedArchiveWriter {
         let hash = ArchiveIndex.hash(item)
         let layout = ArchiveIndex.Layout(
             firstObject: objectCount, firstArchiveRef: fixedArchiveRefs.count + itemArchiveRefCount)
-        var entry: ArchiveIndex.Entry
-        if let old = previous?.next(), old.entry.hash == hash, old.layout == layout {
+        var entry = ArchiveIndex.Entry(hash: hash, start: position)
+        if let previous, let old = previous.next(), old.entry.hash == hash, old.layout == layout,
+            previous.withVerifiedBytes(of: old.entry, count: old.byteCount, { buffer.append(contentsOf: $0) })
+        {
             entry = old.entry
-            entry.start = position
-            if let run = pendingCopy, run.start + run.count == old.entry.start {
-                pendingCopy = (run.start, run.count + old.byteCount)
-            } else {
-                try copyPending()
-                pendingCopy = (old.entry.start, old.byteCount)
-            }
+            entry.start = position - old.byteCount
             copiedItems += 1
             copiedBytes += old.byteCount
         } else {
-            try copyPending()
-            entry = ArchiveIndex.Entry(hash: hash, start: position)
+            let from = buffer.count
             Self.encode(
                 item, layout: layout, keys: itemKeys, itemClassUID: itemClassUID, dateClassUID: dateClassUID,
                 refWidth: refWidth, entry: &entry, into: &buffer)
+            entry.bytesHash = buffer.withUnsafeBytes {
+                entry.hashOfBytes(UnsafeRawBufferPointer(rebasing: $0[from...]))
+            }
         }
         try entries.append(entry)
         objectCount += layout.objectCount(hasThumbnail: entry.dataSize != 0)
@@ -213,19 +211,12 @@ public final class KeyedArchiveWriter {
         if buffer.count >= 1 << 20 { try flush() }
     }
 
-    /// Copies the pending run of the previous archive's bytes, after what is buffered.
-    private func copyPending() throws {
-        guard let run = pendingCopy, let previous else { return }
-        pendingCopy = nil
-        try writeBuffer()
-        try previous.copy(from: run.start, count: run.count, to: file)
-        flushedBytes += run.count
-        startWriteback()
-    }
-
     private func writeBuffer() throws {
         guard !buffer.isEmpty else { return }
-        try buffer.withUnsafeBytes { try file.write($0) }
+        try buffer.withUnsafeBytes {
+            writtenHash.update($0)
+            try file.write($0)
+        }
         flushedBytes += UInt64(buffer.count)
         buffer.removeAll(keepingCapacity: true)
         startWriteback()
@@ -242,10 +233,7 @@ public final class KeyedArchiveWriter {
         writebackFrom = flushedBytes
     }
 
-    private func flush() throws {
-        try copyPending()
-        try writeBuffer()
-    }
+    private func flush() throws { try writeBuffer() }
 
     /// Writes what is buffered, then runs `body` with a table of `width`-byte
     /// integers; `body` calls ``drain(_:)`` whenever the table is full.
@@ -260,7 +248,9 @@ public final class KeyedArchiveWriter {
     /// Writes out a table's integers (when it holds a megabyte, or `force`).
     @inline(__always) private func drain(_ table: inout Table, ifFull: Bool = false) throws {
         guard !ifFull || table.count >= Table.capacity else { return }
-        try file.write(UnsafeRawBufferPointer(start: table.storage, count: table.count))
+        let bytes = UnsafeRawBufferPointer(start: table.storage, count: table.count)
+        writtenHash.update(bytes)
+        try file.write(bytes)
         flushedBytes += UInt64(table.count)
         table.count = 0
         startWriteback()
@@ -333,6 +323,7 @@ public final class KeyedArchiveWriter {
         BinaryPlistEncoding.appendBigEndian(UInt64(topLevel), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(tableOffset, width: 8, to: &buffer)
         try flush()
+        contentHash = String(writtenHash.finish(), radix: 16).leftPadded(to: 16)
         let syncStart = Spans.now
         try file.commit(to: finalPath)
         finished = true
@@ -344,6 +335,10 @@ public final class KeyedArchiveWriter {
                 archive: FileStamp(path: finalPath)))
         syncSeconds = Double(Spans.now - syncStart) / 1e9
     }
+
+    /// XXH64 of the finished archive's bytes (hex), as ``ContentHash/file(_:)``
+    /// gives it: what a later run checks before it trusts the archive unread.
+    public private(set) var contentHash = ""
 
     /// The time ``finish()`` spent flushing the archive and its index to disk
     /// (fsync) and renaming them: the disk's share of writing an archive.

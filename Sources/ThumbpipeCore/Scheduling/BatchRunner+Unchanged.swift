@@ -3,7 +3,7 @@ import Foundation
 extension BatchRunner {
     /// When nothing changed (every item unchanged, none removed, the same items
     /// in the same order with the same fields, and the archive on disk the one
-    /// the last run wrote), a run writes nothing but its report: no worker, no
+    /// the last run wrote, byte for byte), a run writes nothing but its report: no worker, no
     /// archive. Failures of the source are replayed from the state.
     func runUnchanged(
         started: UInt64, startTime: Date, archivePath: String, fingerprint: String?,
@@ -11,7 +11,9 @@ extension BatchRunner {
     ) throws -> RunResult? {
         guard let plan, let state, let fingerprint, plan.nothingChanged,
             try state.meta("archiveFingerprint") == fingerprint, let stamp = FileStamp(path: archivePath),
-            try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)"
+            try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)",
+            // Its bytes too: an archive edited in place with its size and time kept is written anew.
+            let recorded = try state.meta("archiveHash"), ContentHash.file(archivePath) == recorded
         else { return nil }
         var failures: [FailureRecord] = []
         var failedAt: [Int: FailureRecord] = [:]

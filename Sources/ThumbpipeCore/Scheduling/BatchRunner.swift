@@ -146,10 +146,11 @@ public final class BatchRunner: Sendable {
         }
         timings.record([.archive: totals.archiveSeconds])
         (result.archiveItemsCopied, result.archiveBytesCopied) = sink.archiveCopies
+        let archiveHash: String
         do {
             try writeReport(result)
             try trace?.finish()
-            try sink.finishArchive()
+            archiveHash = try sink.finishArchive()
         } catch {
             sink.abandonArchive()
             throw error
@@ -158,6 +159,7 @@ public final class BatchRunner: Sendable {
             // What the next run compares to know it has nothing to write.
             try state.setMeta("archiveFingerprint", fingerprint)
             try state.setMeta("archiveStamp", "\(stamp.size):\(stamp.modified)")
+            try state.setMeta("archiveHash", archiveHash)
             try state.commit()
         }
         TemporaryFile.syncFolder(options.outputFolder)

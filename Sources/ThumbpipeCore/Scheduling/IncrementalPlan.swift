@@ -33,6 +33,7 @@ public struct WorkReasons: OptionSet, Sendable {
     public static let storeFileDamaged = WorkReasons(rawValue: 1 << 10)
     public static let sourceMissing = WorkReasons(rawValue: 1 << 11)
     public static let sourceBack = WorkReasons(rawValue: 1 << 12)
+    public static let stateRebuilt = WorkReasons(rawValue: 1 << 13)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
@@ -40,6 +41,7 @@ public struct WorkReasons: OptionSet, Sendable {
         (.thumbnailSettingsChanged, "thumbnail settings changed"), (.storeSettingsChanged, "store settings changed"),
         (.storeFileMissing, "store file missing"), (.storeFileDamaged, "store file damaged"),
         (.sourceMissing, "source missing"), (.sourceBack, "source back"),
+        (.stateRebuilt, "state rebuilt: outputs adopted, not proven"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -208,9 +210,11 @@ public struct IncrementalPlan: Sendable {
                     ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: .sourceMissing))
                 continue
             }
-            if force {
+            if force || previous.isRebuilt {
                 plan.work.append(
-                    ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .forced))
+                    ItemWork(
+                        itemClass: .changed, needsThumbnail: true, needsStore: true,
+                        reasons: force ? .forced : .stateRebuilt))
                 continue
             }
             var sourceChanged =

@@ -187,7 +187,13 @@ final class OrderedSink: Sendable {
     var archivedCount: Int { buffer.withLock { $0.next } }
 
     /// Writes the archive's trailer and renames it into place.
-    func finishArchive() throws { try writer.withLock { try $0.finish() } }
+    /// Finishes the archive.
+    /// - Returns: the hash of its bytes (``KeyedArchiveWriter/contentHash``).
+    func finishArchive() throws -> String {
+        try writer.withLock {
+            try $0.finish(); return $0.contentHash
+        }
+    }
 
     /// How many items (and bytes) the archive copied from the previous one.
     var archiveCopies: (items: Int, bytes: UInt64) {

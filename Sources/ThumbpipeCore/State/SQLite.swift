@@ -37,7 +37,9 @@ final class SQLiteDatabase {
             code == SQLITE_NOTADB || code == SQLITE_CORRUPT
             ? .dataError
             : code == SQLITE_FULL || code == SQLITE_IOERR ? .ioError : .cannotCreate
-        return ThumbpipeError(kind, "\(path): \(what): \(message)")
+        // A damaged state has a way out that keeps the output folder.
+        let hint = kind == .dataError ? "; the state is damaged: run again with --rebuild-state" : ""
+        return ThumbpipeError(kind, "\(path): \(what): \(message)\(hint)")
     }
 
     /// Runs one or more statements without results.

@@ -135,7 +135,8 @@ public enum OutputGuard {
             throw ThumbpipeError(
                 .cannotCreate,
                 "\(archive) exists and thumbpipe has no record of writing it (no .thumbpipe/state.sqlite); "
-                    + "choose another output folder or move it away")
+                    + "choose another output folder or move it away, or, if thumbpipe wrote it and its state "
+                    + "was lost, run again with --rebuild-state")
         }
         var protected = Set<String>()
         if let manifestPath = realPath(manifest.path) { protected.insert(manifestPath) }
@@ -169,7 +170,8 @@ public enum OutputGuard {
                 throw ThumbpipeError.data(
                     file, item.line,
                     "itemKey '\(item.itemKey)': \(outputFolder)/\(item.itemKey) exists and thumbpipe did not write it; "
-                        + "move it away or choose another output folder or key")
+                        + "move it away or choose another output folder or key"
+                        + (state == nil ? " (if thumbpipe wrote it and its state was lost: --rebuild-state)" : ""))
             }
         }
     }
