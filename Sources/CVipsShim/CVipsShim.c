@@ -79,8 +79,15 @@ void CVipsShim_restrict_loaders(const char *const *allowed, int count) {
     for (int i = 0; i < count; i++) vips_operation_block_set(allowed[i], FALSE);
 }
 
+static unsigned long find_loader_calls;
+
 const char *CVipsShim_find_loader(const char *path) {
+    __atomic_add_fetch(&find_loader_calls, 1, __ATOMIC_RELAXED);
     return vips_foreign_find_load(path);
+}
+
+unsigned long CVipsShim_find_loader_calls(void) {
+    return __atomic_load_n(&find_loader_calls, __ATOMIC_RELAXED);
 }
 
 static int has_property(VipsOperation *op, const char *name) {

@@ -215,6 +215,15 @@ enum RunCommand {
             try printPlan(plan, manifest: manifest, json: json, settingsChange: change)
             return 0
         }
+        let memory = settings.limits.workerMemoryBytes
+        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: RunOptions.currentExecutable),
+            memory < minimum
+        {
+            throw ThumbpipeError(
+                .usage,
+                "limits.workerMemoryBytes is \(memory >> 20) MiB, but a worker maps about \((minimum >> 20) - 128) MiB "
+                    + "before it reads any image: set at least \(minimum) (\(minimum >> 20) MiB), or 0 for no limit")
+        }
         let support = Sandbox.probe()
         try Sandbox.check(sandbox, support: support)
         let lock = try OutputFolder.prepare(output)

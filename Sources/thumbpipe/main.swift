@@ -78,6 +78,10 @@ func main() -> Int32 {
     }
 }
 
+if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == Worker.footprintSubcommand {
+    Allocator.configureForBatchWork()
+    exit(Worker.printFootprint())
+}
 if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == Worker.subcommand {
     // A worker process of a run (see Worker): not a command for users.
     Allocator.configureForBatchWork()

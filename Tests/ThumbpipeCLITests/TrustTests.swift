@@ -85,3 +85,52 @@ struct TrustTests {
         }
     }
 }
+
+/// Settings that cannot work are refused before anything is written.
+@Suite("Settings refused at start")
+struct StartupRefusalTests {
+    @Test("limits.workerMemoryBytes below what a worker maps before any image: one line, exit 64, nothing written")
+    func workerMemoryTooSmall() throws {
+        let c = try Collection()
+        let out = c.folder + "/small"
+        let small = try runThumbpipe(["run", c.manifest, "-o", out, "-q", "--set", "limits.workerMemoryBytes=67108864"])
+        #expect(small.status == 64, "\(small.stderr)")
+        let lines = small.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("set at least"), "\(small.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        // What it names is enough: every photo of the collection is done under it.
+        let minimum = try #require(
+            small.stderr.components(separatedBy: "set at least ").last?.split(separator: " ").first)
+        let enough = try runThumbpipe([
+            "run", c.manifest, "-o", out, "-q", "--set", "limits.workerMemoryBytes=\(minimum)",
+        ])
+        #expect(enough.status == 0, "\(enough.stderr)")
+    }
+}
+
+/// The machine's failures are not the photo's.
+@Suite("Environment errors are not a source's failure")
+struct EnvironmentFailureTests {
+    @Test(
+        "libvips cannot write its temporary (a file-size limit): the item fails, is not recorded, and is done next run")
+    func environmentErrorIsRetried() throws {
+        let (folder, manifest) = try photoCollection(
+            "environment", [("w.webp", "Nikon-Coolpix-P7000.webp", "W", "kw"), ("a.jpg", "Nikon-D3100.jpg", "A", "ka")])
+        let out = folder + "/out"
+        // libvips spills every decode to a temporary; past 4 MB a write fails with EFBIG.
+        let limited = try runProcess(
+            "/bin/sh",
+            [
+                "-c", "ulimit -f 4096; exec \"$0\" run \"$1\" -o \"$2\" -q --jobs 1", TestPaths.executable, manifest,
+                out,
+            ],
+            environment: ["VIPS_DISC_THRESHOLD": "1k"])
+        #expect(limited.status == 1, "\(limited.stderr)")
+        #expect(
+            limited.stderr.contains("w.webp: the system refused while decoding WebP (file too large)"),
+            "\(limited.stderr)")
+        let next = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(next.status == 0, "tried again, not replayed: \(next.stderr)")
+        #expect(try KeyedArchiveReader(path: out + "/items.archive").validItem(at: 0).thumbnailData != nil)
+    }
+}

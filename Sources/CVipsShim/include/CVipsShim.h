@@ -33,6 +33,11 @@ int CVipsShim_load_module(const char *path);
 /// The loader libvips picks for a file (e.g. "VipsForeignLoadJpegFile"), or NULL.
 const char *CVipsShim_find_loader(const char *path);
 
+/// How many times this process asked libvips to find a loader for a file:
+/// every loader allowed is asked whether it recognises the file, so a test
+/// can check that a refused format was refused before any was asked.
+unsigned long CVipsShim_find_loader_calls(void);
+
 /// Opens a file through its loader. `shrink` (an integer, for loaders that have
 /// it: JPEG) or `scale` (for loaders that have it: WebP, SVG, PDF) is applied at
 /// load time when > 1 / < 1. `fail_on` is a VipsFailOn value. `sequential`

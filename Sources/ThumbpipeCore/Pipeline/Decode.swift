@@ -52,11 +52,14 @@ public struct Decode: Sendable {
         }
         try startVips()
         let allowed = limits.formats.compactMap(ImageFormat.init(rawValue:))
+        // thumbpipe's own signature check first: a format it knows and the
+        // limits refuse is never shown to a libvips loader, not even to ask
+        // whether it recognises the file (a loader's own check can be slow or unsafe).
+        if let sniffed = ImageFormat.sniff(Self.head(path)), !allowed.contains(sniffed) {
+            throw Self.notAllowed(sniffed)
+        }
         guard let loader = CVipsShim_find_loader(path) else {
             _ = Vips.takeError(operation: "find_load")
-            if let sniffed = ImageFormat.sniff(Self.head(path)), !allowed.contains(sniffed) {
-                throw Self.notAllowed(sniffed)
-            }
             throw ItemFailure(.decode, "not a supported image (\(Self.sniff(path)))")
         }
         let loaderName = String(cString: loader)
@@ -181,6 +184,14 @@ public struct Decode: Sendable {
         }
     }
 
+    /// Errors of the machine a decode runs on (libvips reports them with the
+    /// system's words, e.g. writing its temporary): a full disk or quota, too
+    /// many open files, a read-only or failing file system, a file-size limit.
+    static let environmentCauses = [
+        "no space left on device", "disk quota exceeded", "too many open files", "read-only file system",
+        "file too large", "input/output error", "for writing",
+    ]
+
     /// Turns a libvips error into a message a user can act on.
     static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
         // libvips keeps one error buffer per process: when two items fail at
@@ -188,6 +199,13 @@ public struct Decode: Sendable {
         let text =
             error.message == "failed" ? "no detail from libvips; the file may be truncated or corrupt" : error.message
         let lower = text.lowercased()
+        // The machine, not the photo: the failure is reported, but not kept as
+        // the source's (it is tried again next run).
+        if let cause = environmentCauses.first(where: { lower.contains($0) }) {
+            return ItemFailure(
+                stage, "the system refused while decoding \(format) (\(cause)), not the photo's fault (\(text))",
+                transient: true)
+        }
         let what: String
         if lower.contains("corrupt jpeg data") || lower.contains("corrupt data") {
             what = "corrupt \(format)"

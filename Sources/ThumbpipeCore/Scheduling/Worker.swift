@@ -8,6 +8,47 @@ public enum Worker {
     /// The hidden subcommand that starts a worker.
     public static let subcommand = "__worker"
 
+    /// The hidden subcommand that prints a worker's address space once libvips
+    /// and its modules are loaded (``startupFootprint(executable:)``).
+    public static let footprintSubcommand = "__worker-footprint"
+
+    /// Prints this process's address space (bytes) after starting libvips as a worker does.
+    public static func printFootprint() -> Int32 {
+        do {
+            try Vips.restrictLoaders(to: ImageFormat.photoFormats)
+        } catch {
+            return 70
+        }
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+            let pages = statm.split(separator: " ").first.flatMap({ Int($0) })
+        else { return 70 }
+        print(pages * Int(sysconf(Int32(_SC_PAGESIZE))))
+        return 0
+    }
+
+    /// The least `limits.workerMemoryBytes` a worker can work under: what one
+    /// maps before any image (libraries, modules, heaps: measured by starting one),
+    /// plus 128 MiB for a small image, rounded up to 64 MiB.
+    /// - Returns: nil when it cannot be measured (no limit is then refused).
+    public static func minimumMemoryBytes(executable: String) -> Int? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [footprintSubcommand]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        // A number and a newline: it fits in the pipe, so reading after the exit is safe.
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let bytes = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return nil }
+        let step = 64 << 20
+        return (bytes + (128 << 20) + step - 1) / step * step
+    }
+
     /// Runs the worker loop until the parent closes the pipe; returns the exit status.
     public static func main() -> Int32 {
         // The parent decides when a worker stops (SIGKILL); a terminal's Ctrl-C
@@ -25,15 +66,17 @@ public enum Worker {
             let hello = try? WorkerProtocol.decode(WorkerProtocol.Hello.self, data)
         else { return 70 }
         let limits = hello.settings.limits
-        if limits.workerMemoryBytes > 0 {
-            var limit = rlimit(rlim_cur: rlim_t(limits.workerMemoryBytes), rlim_max: rlim_t(limits.workerMemoryBytes))
-            setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
-        }
         do {
             try Vips.restrictLoaders(to: limits.formats.compactMap(ImageFormat.init(rawValue:)))
         } catch {
             FileHandle.standardError.write(Data("thumbpipe worker: \(error)\n".utf8))
             return 70
+        }
+        // The cap counts from here: libvips and its modules are mapped (a module
+        // that cannot map is an environment error, never a source's failure).
+        if limits.workerMemoryBytes > 0 {
+            var limit = rlimit(rlim_cur: rlim_t(limits.workerMemoryBytes), rlim_max: rlim_t(limits.workerMemoryBytes))
+            setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
         }
         let runner = ItemJobRunner(settings: hello.settings, outputFolder: hello.outputFolder)
         let faults = Fault.fromEnvironment()
