@@ -7,7 +7,9 @@ enum ExtractCommand {
         USAGE: thumbpipe extract ARCHIVE DIR
 
         Writes each item's thumbnail as DIR/<itemKey>.png (DIR is created when
-        missing). Items without a thumbnail are skipped.
+        missing). Items without a thumbnail are skipped. A key too long for a file
+        name with .png (over 251 bytes) is written as its first 200 bytes, '~' and
+        a hash of the whole key, and listed on stderr.
 
         OPTIONS:
           -q, --quiet         no summary line
@@ -30,10 +32,27 @@ enum ExtractCommand {
         for index in 0..<reader.count {
             let item = try reader.validItem(at: index)
             guard let data = item.thumbnailData else { continue }
-            try TemporaryFile.write(data, to: "\(folder)/\(item.itemKey).png")
+            let name = fileName(forKey: item.itemKey)
+            if name != item.itemKey + ".png" {
+                terminal.diagnostic(
+                    Terminal.shown("thumbpipe: key too long for a file name: \(item.itemKey) → \(name)"))
+            }
+            try TemporaryFile.write(data, to: "\(folder)/\(name)")
             written += 1
         }
         terminal.summary("thumbpipe: \(written) thumbnails of \(reader.count) items → \(folder)")
         return 0
+    }
+
+    /// `<key>.png`, or, past NAME_MAX (255 bytes), the key's first 200 bytes
+    /// (whole characters), `~` and the key's hash: unique, and still readable.
+    static func fileName(forKey key: String) -> String {
+        guard key.utf8.count + 4 > 255 else { return key + ".png" }
+        var head = ""
+        for character in key {
+            guard head.utf8.count + character.utf8.count <= 200 else { break }
+            head.append(character)
+        }
+        return head + "~" + ContentHash.hex(key) + ".png"
     }
 }

@@ -134,3 +134,60 @@ struct EnvironmentFailureTests {
         #expect(try KeyedArchiveReader(path: out + "/items.archive").validItem(at: 0).thumbnailData != nil)
     }
 }
+
+/// The smaller leftovers of the hardening round, each as it was reproduced.
+@Suite("Smaller hardening leftovers", .serialized)
+struct SmallerHardeningTests {
+    @Test("--dry-run writes nothing in the output folder: no -wal or -shm beside the state")
+    func dryRunWritesNothing() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        #expect(try c.run("out").status == 0)
+        let before = try FileManager.default.contentsOfDirectory(atPath: out + "/.thumbpipe").sorted()
+        let plan = try runThumbpipe(["run", c.manifest, "-o", out, "--dry-run"])
+        #expect(plan.status == 0 && plan.stdout.contains("6 unchanged"), "\(plan.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/.thumbpipe").sorted() == before)
+    }
+
+    @Test("A UTF-8 byte-order mark opens a .jsonl manifest, not its first record")
+    func byteOrderMark() throws {
+        let folder = TestPaths.temporaryFolder("bom")
+        let manifest = folder + "/items.jsonl"
+        try Data([0xEF, 0xBB, 0xBF] + Array(#"{"itemName": "Bike", "itemKey": "k"}"#.utf8) + [0x0A]).write(
+            to: URL(fileURLWithPath: manifest))
+        let run = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try KeyedArchiveReader(path: folder + "/out/items.archive").validItem(at: 0).itemName == "Bike")
+    }
+
+    @Test("A field named twice in one record is refused (65, line and field), known or not")
+    func duplicateFields() throws {
+        let folder = TestPaths.temporaryFolder("dupfield")
+        for (name, line) in [
+            ("known", #"{"itemName": "A", "itemName": "B"}"#), ("unknown", #"{"itemName": "A", "x": 1, "x": 2}"#),
+            ("escaped", #"{"itemName": "A\u0041", "itemName": null}"#),
+        ] {
+            let manifest = writeFile(folder, name + ".jsonl", line + "\n")
+            let run = try runThumbpipe(["run", manifest, "-o", folder + "/out-" + name, "-q"])
+            #expect(run.status == 65 && run.stderr.contains("\(name).jsonl:1:"), "\(run.stderr)")
+            #expect(run.stderr.contains("appears twice"), "\(run.stderr)")
+        }
+    }
+
+    @Test("extract writes a key too long for a file name with .png under a shortened, unique name")
+    func extractLongKeys() throws {
+        let folder = TestPaths.temporaryFolder("longkey")
+        let keys = [String(repeating: "k", count: 253), String(repeating: "k", count: 252), "short"]
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/a.jpg")
+        let lines = keys.map { #"{"itemName": "A", "image": "a.jpg", "itemKey": "\#($0)"}"# }
+        let manifest = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"]).status == 0)
+        let extract = try runThumbpipe(["extract", folder + "/out/items.archive", folder + "/png"])
+        #expect(extract.status == 0, "\(extract.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/png")
+        #expect(names.count == 3 && names.contains("short.png"), "\(names)")
+        #expect(names.allSatisfy { $0.utf8.count <= 255 })
+        #expect(extract.stderr.components(separatedBy: "key too long for a file name").count == 3, "\(extract.stderr)")
+    }
+}

@@ -22,6 +22,16 @@ struct ManifestTests {
         }
     }
 
+    @Test("Dates are shown to the millisecond, rounded: .9999 carries into the next second")
+    func dateMilliseconds() {
+        let base = 1_577_871_000.0  // 2020-01-01T09:30:00Z
+        #expect(ISO8601Format.string(Date(timeIntervalSince1970: base)) == "2020-01-01T09:30:00Z")
+        #expect(ISO8601Format.string(Date(timeIntervalSince1970: base + 0.9999)) == "2020-01-01T09:30:01Z")
+        #expect(ISO8601Format.string(Date(timeIntervalSince1970: base + 0.25)) == "2020-01-01T09:30:00.250Z")
+        #expect(ISO8601Format.string(Date(timeIntervalSince1970: base - 0.001)) == "2020-01-01T09:29:59.999Z")
+        #expect(ISO8601Format.string(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
+    }
+
     @Test func jsonLinesWithDefaults() throws {
         let manifest = try read(
             "items.jsonl",

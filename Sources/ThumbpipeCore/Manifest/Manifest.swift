@@ -247,7 +247,12 @@ struct ManifestBuilder {
     }
 
     /// One line of a JSON Lines manifest; blank lines are skipped.
-    mutating func add(jsonLine bytes: UnsafeRawBufferPointer, line: Int) throws {
+    mutating func add(jsonLine line1: UnsafeRawBufferPointer, line: Int) throws {
+        var bytes = line1
+        // A UTF-8 byte-order mark (Windows editors write one) opens the file, not the record.
+        if line == 1 && bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[3...])
+        }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         if let fields = FlatJSONLine.scan(bytes) {
             try add(fields, line: line)

@@ -86,6 +86,8 @@ enum FlatJSONLine {
 
         mutating func object() -> ManifestFields? {
             var fields = ManifestFields()
+            // Known names seen, null or not: a name twice is the full parser's to report.
+            var seen: UInt8 = 0
             skipWhitespace()
             guard current == UInt8(ascii: "{") else { return nil }
             index += 1
@@ -102,12 +104,12 @@ enum FlatJSONLine {
                 index += 1
                 skipWhitespace()
                 guard let value = value() else { return nil }
-                if value == .null {
-                    // absent, as the full path has it
-                } else if let name = ManifestFields.Name(bytes: key) {
-                    fields[name] = value
-                } else {
-                    guard let text = Self.text(key) else { return nil }
+                if let name = ManifestFields.Name(bytes: key) {
+                    guard seen & (1 << name.rawValue) == 0 else { return nil }
+                    seen |= 1 << name.rawValue
+                    if value != .null { fields[name] = value }  // null: absent, as the full path has it
+                } else if value != .null {
+                    guard let text = Self.text(key), !fields.unknown.contains(text) else { return nil }
                     fields.unknown.append(text)
                 }
                 skipWhitespace()

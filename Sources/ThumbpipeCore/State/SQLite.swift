@@ -15,8 +15,24 @@ final class SQLiteDatabase {
     /// - Throws: ``ThumbpipeError`` (73 when it cannot be created, 65 when it is not a database).
     init(path: String, readOnly: Bool = false) throws {
         self.path = path
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        if sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil) != SQLITE_OK {
+        var flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var name = path
+        // Read without a write-ahead log to replay (a finished run's state), the
+        // file is opened as immutable: no -wal or -shm is created beside it, so a
+        // dry run writes nothing and works on a read-only output.
+        if readOnly, (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 == 0 {
+            var uri = Array("file:".utf8)
+            for byte in path.utf8 {
+                if byte == UInt8(ascii: "%") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                    uri += Array(String(format: "%%%02X", byte).utf8)
+                } else {
+                    uri.append(byte)
+                }
+            }
+            name = String(decoding: uri + Array("?immutable=1".utf8), as: UTF8.self)
+            flags |= SQLITE_OPEN_URI
+        }
+        if sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_NOMUTEX, nil) != SQLITE_OK {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close(handle)
             handle = nil

@@ -4,8 +4,9 @@ import Foundation
 public enum ISO8601Format {
     /// `2024-05-01T09:30:00Z`.
     public static func string(_ date: Date) -> String {
-        let total = date.timeIntervalSince1970
-        let seconds = total.rounded(.down)
+        // Rounded to the millisecond first, so .9999 carries into the next second.
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let seconds = (milliseconds / 1000).rounded(.down)
         var days = Int(seconds / 86400)
         var rest = Int(seconds) - days * 86400
         if rest < 0 {
@@ -13,11 +14,11 @@ public enum ISO8601Format {
             days -= 1
         }
         let (y, m, d) = civil(fromDays: days)
-        let fraction = total - seconds
+        let fraction = Int(milliseconds - seconds * 1000)
         var text = "\(String(y).leftPadded(to: 4))-\(String(m).leftPadded(to: 2))-\(String(d).leftPadded(to: 2))"
         text +=
             "T\(String(rest / 3600).leftPadded(to: 2)):\(String(rest / 60 % 60).leftPadded(to: 2)):\(String(rest % 60).leftPadded(to: 2))"
-        if fraction > 0.0005 { text += String(format: ".%03d", Int((fraction * 1000).rounded()) % 1000) }
+        if fraction > 0 { text += "." + String(fraction).leftPadded(to: 3) }
         return text + "Z"
     }
 

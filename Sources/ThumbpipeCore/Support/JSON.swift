@@ -165,6 +165,8 @@ public struct JSONParser {
         let startLine = line
         index += 1
         var members: [(key: String, value: JSONValue, line: Int)] = []
+        // A name twice is refused: which of the two a reader takes is not defined.
+        var names = Set<String>()
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             index += 1
@@ -175,6 +177,7 @@ public struct JSONParser {
             guard peek() == UInt8(ascii: "\"") else { throw error("expected a string key in object") }
             let keyLine = line
             let key = try parseString()
+            guard names.insert(key).inserted else { throw error("field \"\(key)\" appears twice in one object") }
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\"") }
             index += 1
