@@ -9,7 +9,9 @@ enum ContactSheetCommand {
         Draws every thumbnail of ARCHIVE in a grid on a neutral grey background,
         each with its item name under it; items without a thumbnail show as a dark
         box. Past --per-sheet items (default 100) it continues in SHEET-2.png,
-        SHEET-3.png and so on.
+        SHEET-3.png and so on. A sheet has at most 64 Mpx, so its memory stays
+        near 256 MB whatever the thumbnails' size: large thumbnails get fewer
+        columns and items per sheet.
 
         OPTIONS:
           -o, --output FILE   the first sheet's path (default: contact-sheet.png)

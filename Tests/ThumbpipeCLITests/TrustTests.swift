@@ -191,3 +191,56 @@ struct SmallerHardeningTests {
         #expect(extract.stderr.components(separatedBy: "key too long for a file name").count == 3, "\(extract.stderr)")
     }
 }
+
+/// contact-sheet stays within its stated memory, whatever the thumbnails' size.
+@Suite("Contact sheet memory")
+struct ContactSheetMemoryTests {
+    @Test(
+        "Legal 4096-px thumbnails: sheets of at most 64 Mpx, peak memory under 600 MB (4 of them took 0.7 GB, 20 took 2.8)"
+    )
+    func largeThumbnails() throws {
+        let folder = TestPaths.temporaryFolder("bigsheet")
+        // A flat 4096×4096 RGBA PNG (a few KB), written by Python's zlib.
+        let script = """
+            import struct, sys, zlib
+            w = h = 4096
+            row = b"\\x00" + bytes([200, 120, 40, 255]) * w
+            def chunk(kind, data):
+                return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+            png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+            png += chunk(b"IDAT", zlib.compress(row * h, 9)) + chunk(b"IEND", b"")
+            open(sys.argv[1], "wb").write(png)
+            """
+        #expect(try runProcess("/usr/bin/python3", ["-c", script, folder + "/big.png"]).status == 0)
+        let png = try Data(contentsOf: URL(fileURLWithPath: folder + "/big.png"))
+        let writer = try KeyedArchiveWriter(path: folder + "/items.archive", className: "BNRItem", itemCount: 4)
+        for i in 0..<4 {
+            try writer.append(
+                ArchivedItem(
+                    itemName: "Big \(i)", serialNumber: "", valueInDollars: 0,
+                    dateCreated: Date(timeIntervalSince1970: 0),
+                    itemKey: "k\(i)", thumbnailData: png))
+        }
+        try writer.finish()
+        // The child's own peak, measured by its parent (Python's getrusage of its children).
+        let measure = """
+            import resource, subprocess, sys
+            status = subprocess.run(sys.argv[1:]).returncode
+            print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            """
+        let run = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c", measure, TestPaths.executable, "contact-sheet", folder + "/items.archive", "-o",
+                folder + "/sheet.png", "-q",
+            ])
+        let fields = run.stdout.split(separator: " ").compactMap {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(fields.count == 2 && fields[0] == 0, "\(run.stdout) \(run.stderr)")
+        let peakKB = try #require(fields.last)
+        #expect(peakKB < 600 * 1024, "peak RSS \(peakKB / 1024) MB")
+        let sheets = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("sheet") }
+        #expect(sheets.count == 2, "3 of 4116×4150 px cells a sheet: \(sheets.sorted())")
+    }
+}

@@ -25,6 +25,14 @@ public struct ContactSheet: Sendable {
         /// A cell's height: thumbnail, gap, label, padding.
         public var cellHeight: Int { thumbnailHeight + labelHeight + 2 * padding + 4 }
 
+        /// Fewer columns and items per sheet, when needed, so that a full sheet
+        /// has at most `pixels` pixels (one cell at the least).
+        public mutating func fit(pixels: Int) {
+            let cells = max(1, pixels / (cellWidth * cellHeight))
+            columns = min(columns, cells)
+            perSheet = min(perSheet, max(columns, cells / columns * columns))
+        }
+
         /// How many sheets `count` items take.
         public func sheets(for count: Int) -> Int { max(1, (count + perSheet - 1) / perSheet) }
 
@@ -96,6 +104,7 @@ public struct ContactSheet: Sendable {
                 break
             }
         }
+        sheet.layout.fit(pixels: Self.largestSheetPixels)
         var paths: [String] = []
         let layout = sheet.layout
         for page in 0..<layout.sheets(for: reader.count) {
@@ -122,6 +131,11 @@ public struct ContactSheet: Sendable {
         }
         return paths
     }
+
+    /// The most pixels one sheet has (64 Mpx: 256 MB as RGBA, the bulk of the
+    /// command's memory): with large thumbnails, sheets get fewer columns and
+    /// items, never more pixels.
+    static let largestSheetPixels = 64 << 20
 
     /// The largest thumbnail side a sheet draws (thumbpipe's canvas is at most
     /// 4096): a PNG header claiming more is refused before anything is decoded.
