@@ -149,6 +149,38 @@ struct SmallerHardeningTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/.thumbpipe").sorted() == before)
     }
 
+    @Test("Another process holding the state's write lock for 2 s: the run waits for it (was 73 at once)")
+    func externalLockWaits() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        #expect(try c.run("out").status == 0)
+        var touched = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, c.folder + "/p1.jpg", &touched, 0) == 0)
+        let hold = """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("UPDATE meta SET value = value")
+            open(sys.argv[2], "w").close()
+            time.sleep(2)
+            c.execute("COMMIT")
+            """
+        let script = """
+            /usr/bin/python3 -c "$1" "$2" "$3" &
+            while [ ! -e "$3" ]; do sleep 0.05; done
+            "$4" run "$5" -o "$6" -q; status=$?
+            wait
+            exit $status
+            """
+        let run = try runProcess(
+            "/bin/sh",
+            [
+                "-c", script, "sh", hold, out + "/.thumbpipe/state.sqlite", c.folder + "/locked", TestPaths.executable,
+                c.manifest, out,
+            ])
+        #expect(run.status == 0, "\(run.stderr)")
+    }
+
     @Test("A UTF-8 byte-order mark opens a .jsonl manifest, not its first record")
     func byteOrderMark() throws {
         let folder = TestPaths.temporaryFolder("bom")

@@ -16,12 +16,14 @@ struct ScaleTests {
         #"{"itemName":"n","valueInDollars":-0,"dateCreated":"2024-02-29","itemKey":"k.1-_2","image":"p/q r.jpg"}"#,
         #"{"itemName":"n","valueInDollars":1.5e3}"#,
         #"{"itemName":"n","valueInDollars":0.0,"extra":true,"other":false,"gone":null}"#,
-        #"{"itemName":"first","itemName":"second","image":"a.jpg","image":null}"#,
         "{\"itemName\":\"cr\"}\r",
         #"{}"#,
         #"{"itemName":"escaped \"quote\""}"#,
         #"{"itemName":"\u00e9"}"#,
         #"{"itemName":"n","nested":{"a":1}}"#,
+        // A name twice: the full parser refuses it.
+        #"{"itemName":"first","itemName":"second","image":"a.jpg","image":null}"#,
+        #"{"itemName":"n","x":1,"x":2}"#,
         #"{"itemName":"n","list":[1,2]}"#,
         #"{"itemName":"n",}"#,
         #"{"itemName":"n"} x"#,
@@ -50,7 +52,7 @@ struct ScaleTests {
             }
             #expect(Set(scanned.unknown) == Set(parsed.unknown), "\(line)")
         }
-        #expect(fast == 8, "the flat lines take the fast path")
+        #expect(fast == 7, "the flat lines take the fast path")
     }
 
     @Test("Lines split across reads at any byte give the same lines")

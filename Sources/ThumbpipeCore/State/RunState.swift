@@ -91,7 +91,10 @@ public final class RunState: @unchecked Sendable {
         }
         // Facts about the run as a whole (the archive it wrote); readers that do not know it ignore it.
         try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        try database.execute("BEGIN")
+        // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) when
+        // the transaction begins, not on its first write after reads, where another
+        // process's lock would fail it at once.
+        try database.execute("BEGIN IMMEDIATE")
     }
 
     /// A run-wide fact, e.g. the fingerprint of the archive last written.
@@ -201,7 +204,7 @@ public final class RunState: @unchecked Sendable {
     }
 
     private func commitLocked() throws {
-        try database.execute("COMMIT; BEGIN")
+        try database.execute("COMMIT; BEGIN IMMEDIATE")
         pending = 0
         lastCommit = Spans.now
     }
