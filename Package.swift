@@ -39,6 +39,12 @@ let cLibraries: [Target] = [
         // GModule (part of GLib, which libvips needs) loads libvips modules one by one.
         linkerSettings: [.linkedLibrary("gmodule-2.0")]
     ),
+    // thumbpipe's own pixel kernels as libvips operations: the thumbnail tap and
+    // its resample, the table-driven sRGB conversion, the pipeline clocks.
+    .target(
+        name: "CThumbKernels",
+        dependencies: ["CVips"]
+    ),
     // The build's source revision, for --version (a define only C can take).
     .target(
         name: "CBuildInfo",
@@ -51,7 +57,7 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim", "CSQLite", "CBuildInfo", "CSandbox"]
+        dependencies: ["CVips", "CVipsShim", "CThumbKernels", "CSQLite", "CBuildInfo", "CSandbox"]
     ),
     .executableTarget(
         name: "thumbpipe",
@@ -91,7 +97,7 @@ let tests: [Target] = [
     ),
     .testTarget(
         name: "ThumbpipeCoreTests",
-        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport", "CVips", "CVipsShim"]
+        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport", "CVips", "CVipsShim", "CThumbKernels"]
     ),
     .testTarget(
         name: "ThumbpipeCLITests",
@@ -117,6 +123,6 @@ let swiftSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 for target in package.targets where target.type != .system {
-    if ["CVipsShim", "CReferenceVips", "CBuildInfo", "CSandbox"].contains(target.name) { continue }
+    if ["CVipsShim", "CThumbKernels", "CReferenceVips", "CBuildInfo", "CSandbox"].contains(target.name) { continue }
     target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
 }

@@ -22,16 +22,7 @@ enum RunCommand {
           --pipeline NAME|FILE      pipeline settings (default: homepwner; see
                                     'thumbpipe pipeline --help' for where NAME is found)
           -j, --jobs N              worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)
-          --width PT, --height PT   thumbnail canvas in points
-          --scale S                 pixels per point
-          --corner-radius PT        corner radius in points
-          --quality Q               store JPEG quality, 0-1 (0.5 = libvips Q=50)
-          --max-pixels N            refuse sources with more pixels than N
-          --fail-on LEVEL           none, truncated, error or warning (libvips fail_on;
-                                    warning also fails items whose decoders warned)
-          --formats LIST            loaders a source may use (default: jpeg,png,webp,
-                                    heif,tiff,gif,jxl; e.g. add svg, jp2k, magick)
-          --timeout S               seconds one item may take before its worker is killed
+        \(PipelineSettings.flagHelp)
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --no-html                 do not write OUT/.thumbpipe/report.html
           --log FILE                one JSON line per item: key, name, line, source,
@@ -117,20 +108,17 @@ enum RunCommand {
             try args.option("-j", "--jobs").map {
                 try Int(option: $0, name: "--jobs", range: 1...256)
             } ?? ProcessInfo.processInfo.activeProcessorCount
-        var overrides: [(String, String)] = []
-        for (flag, key) in [
-            ("--width", "thumbnail.width"), ("--height", "thumbnail.height"), ("--scale", "thumbnail.scale"),
-            ("--corner-radius", "thumbnail.cornerRadius"), ("--quality", "store.quality"),
-            ("--max-pixels", "limits.maxPixels"), ("--fail-on", "limits.failOn"), ("--formats", "limits.formats"),
-            ("--timeout", "limits.timeoutSeconds"),
-        ] {
-            if let value = try args.option(flag) { overrides.append((key, value)) }
+        var overrides: [(key: String, value: String, origin: SettingDescription.Origin)] = []
+        for setting in PipelineSettings.descriptions {
+            if let flag = setting.flag, let value = try args.option(flag) {
+                overrides.append((setting.key, value, .flag))
+            }
         }
         for pair in try args.options("--set") {
             guard let eq = pair.firstIndex(of: "=") else {
                 throw ThumbpipeError(.usage, "--set takes KEY=VALUE, not '\(pair)'")
             }
-            overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...])))
+            overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...]), .file))
         }
         let positionals = try args.finish(command: "run")
         if runId != nil && shard == nil {
@@ -149,20 +137,10 @@ enum RunCommand {
         }
 
         var settings = try PipelineCatalog().resolve(pipelineName).settings
-        for (key, original) in overrides {
-            var value = original
-            if key == "store.quality" {
-                // UIImageJPEGRepresentation's 0–1, or the 1–100 every other tool takes.
-                guard let q = Double(original), q.isFinite, q > 0, q <= 100 else {
-                    throw ThumbpipeError(
-                        .usage,
-                        "--quality must be from 0 to 1 (as UIImageJPEGRepresentation) or 1 to 100, not '\(original)'")
-                }
-                if q > 1 { value = String(q / 100) }
-            }
+        for (key, value, origin) in overrides {
             let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
             do {
-                try settings.set(key, json, at: "command line")
+                try settings.set(key, json, at: "command line", origin: origin)
             } catch let error as ThumbpipeError {
                 throw ThumbpipeError(.usage, error.message)
             }

@@ -115,7 +115,8 @@ struct NightlyTests {
         let script = """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            cols = [r[1] for r in c.execute('PRAGMA table_info(items)') if r[1] != 'missing_since']
+            new = ('missing_since', 'failure_stage', 'failure_fingerprint')
+            cols = [r[1] for r in c.execute('PRAGMA table_info(items)') if r[1] not in new]
             c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
             c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
             c.execute('PRAGMA user_version=1'); c.commit()
@@ -133,6 +134,53 @@ struct NightlyTests {
                 "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])",
                 folder + "/out/.thumbpipe/state.sqlite",
             ])
-        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+    }
+
+    @Test("A schema 2 state's failures ('stage: message', fingerprint in the thumbnail's) are read as they were")
+    func structuredFailureUpgrade() throws {
+        let folder = TestPaths.temporaryFolder("schema2")
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/a.jpg")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("bad/truncated-jpeg_truncated.jpg"), toPath: folder + "/t.jpg")
+        let manifest = writeFile(
+            folder, "items.jsonl",
+            #"{"itemName": "A", "image": "a.jpg"}"# + "\n" + #"{"itemName": "T", "image": "t.jpg"}"# + "\n")
+        let out = folder + "/out"
+        let first = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(first.status == 1 && first.stderr.contains("t.jpg: truncated JPEG"), "\(first.stderr)")
+        // Rewrite the state as schema 2 wrote it: the failure as one 'stage: message'
+        // text, its fingerprint where the thumbnail's is, no structured columns.
+        let script = """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.execute("UPDATE items SET failure = failure_stage || ': ' || failure, "
+                      "thumbnail_fingerprint = failure_fingerprint WHERE failure IS NOT NULL")
+            cols = [r[1] for r in c.execute('PRAGMA table_info(items)')
+                    if r[1] not in ('failure_stage', 'failure_fingerprint')]
+            c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
+            c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
+            c.execute('PRAGMA user_version=2'); c.commit()
+            """
+        #expect(try runProcess("/usr/bin/python3", ["-c", script, out + "/.thumbpipe/state.sqlite"]).status == 0)
+        // Read as it is by a dry run, then upgraded by a run: the failure is the known one, not retried.
+        let plan = try runThumbpipe(["run", manifest, "-o", out, "--dry-run"])
+        #expect(plan.stdout.contains("plan: 0 new, 0 changed, 2 unchanged, 0 removed"), "\(plan.stdout) \(plan.stderr)")
+        let again = try runThumbpipe(["run", manifest, "-o", out, "-q", "--exit-on-failure", "new"])
+        #expect(again.status == 0, "a known failure, replayed: \(again.stderr)")
+        let report = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: out + "/.thumbpipe/report.json"))) as? [String: Any]
+        let failures = report?["failures"] as? [[String: Any]] ?? []
+        #expect(failures.count == 1 && failures.first?["stage"] as? String == "decode", "\(failures)")
+        #expect((failures.first?["message"] as? String)?.hasPrefix("truncated JPEG") == true, "\(failures)")
+        let rows = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('PRAGMA user_version').fetchone()[0]); "
+                    + "print(c.execute(\"SELECT failure_stage, thumbnail_fingerprint = '', failure_fingerprint != '' FROM items WHERE failure IS NOT NULL\").fetchall())",
+                out + "/.thumbpipe/state.sqlite",
+            ])
+        #expect(rows.stdout == "3\n[('decode', 1, 1)]\n", "\(rows.stdout) \(rows.stderr)")
     }
 }

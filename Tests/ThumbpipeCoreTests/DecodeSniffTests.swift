@@ -13,7 +13,7 @@ struct DecodeSniffTests {
     func refusedBeforeAnyLoader() throws {
         let folder = TestPaths.temporaryFolder("sniff")
         var limits = PipelineSettings.Limits()
-        limits.formats = ["jpeg"]
+        limits.formats = [.jpeg]
         let decode = Decode(limits: limits)
         // svgz: gzip of an SVG (the reproduction: svgload's own check on it can spin).
         let svgz = folder + "/b.svgz"

@@ -106,7 +106,7 @@ enum Fidelity {
     /// (the default allow-list is checked in the isolation tests).
     static let settings: PipelineSettings = {
         var settings = PipelineSettings()
-        settings.limits.formats = ImageFormat.allCases.map(\.rawValue)
+        settings.limits.formats = ImageFormats(ImageFormat.allCases)
         return settings
     }()
     /// Files that must fail, and the words their failure must carry (by file name).

@@ -31,7 +31,7 @@ struct ItemLedgerTests {
         ItemWork(itemClass: itemClass, needsThumbnail: thumbnail, needsStore: store, reasons: reasons)
     }
 
-    static func previous(failure: String? = nil) -> ItemRecord {
+    static func previous(failure: ItemFailure? = nil) -> ItemRecord {
         ItemRecord(
             itemKey: "KEY", sourcePath: "/photos/bike.jpg", sourceSize: 10, sourceModified: 20, sourceHash: "H0",
             thumbnailFingerprint: "T0", storeFingerprint: "S0", dateCreated: 1_300_000_000, storeSize: 30,
@@ -48,7 +48,7 @@ struct ItemLedgerTests {
         var outcome = failure.map { ItemOutcome(failure: $0) } ?? ItemOutcome()
         outcome.header = SourceHeader(
             width: 4000, height: 3000, orientation: 1, format: "JPEG", dateTimeOriginal: exif, hasAlpha: false,
-            shrinkKind: 0)
+            shrink: .none)
         if failure == nil {
             outcome.thumbnail = thumbnail
             outcome.storeWritten = true
@@ -84,7 +84,7 @@ struct ItemLedgerTests {
         Case(
             name: "failed before, unchanged", item: item(),
             work: work(.unchanged, thumbnail: false, store: false, .unchanged),
-            previous: previous(failure: "decode: truncated"), thumbnail: .reuse, store: .keep, withoutJob: true),
+            previous: previous(failure: ItemFailure(.decode, "truncated")), thumbnail: .reuse, store: .keep, withoutJob: true),
         Case(
             name: "source changed", item: item(), work: work(.changed, thumbnail: true, store: true, .sourceChanged),
             previous: previous(), thumbnail: .make, store: .make, withoutJob: false),
@@ -196,7 +196,7 @@ struct ItemLedgerTests {
         #expect(finished.archived.dateCreated == Self.exif)
         #expect(finished.archived.serialNumber == "S4" && finished.archived.valueInDollars == 12)
         #expect(finished.failure == nil && !finished.forget)
-        #expect(finished.log?.action == "new")
+        #expect(finished.log?.action == .new)
         #expect(finished.profile?.format == "JPEG")
         let record = try #require(finished.record)
         #expect(record.thumbnailFingerprint == "T1" && record.storeFingerprint == "S1")
@@ -221,16 +221,17 @@ struct ItemLedgerTests {
         #expect(settled.finished.archived.thumbnailData == nil)
         #expect(settled.finished.failure?.message == "truncated JPEG")
         #expect(settled.finished.dateGuess == nil, "a failed item's date is not listed as a guess")
-        #expect(settled.finished.log?.action == "failed" && settled.finished.log?.reason == "decode: truncated JPEG")
+        #expect(settled.finished.log?.action == .failed && settled.finished.log?.reason == "decode: truncated JPEG")
         let record = try #require(settled.finished.record)
-        #expect(record.thumbnailFingerprint == "F1" && record.failure == "decode: truncated JPEG")
+        #expect(record.thumbnailFingerprint == "" && record.failureFingerprint == "F1")
+        #expect(record.failure == ItemFailure(.decode, "truncated JPEG"), "stored structured: its stage and message")
         #expect(record.storeSize == -1 && record.storeHash == "", "no store file is recorded for a failed item")
     }
 
     @Test("A timeout or crash is forgotten, to be tried again next run; a migrated store file in place stays")
     func settleTransientAndInPlace() {
         let ledger = Self.ledger(Self.item(carried: .storeFile), Self.work(.new, thumbnail: true, store: true, .new))
-        let outcome = Self.outcome(header: nil, failure: ItemFailure(.decode, "timed out", transient: true))
+        let outcome = Self.outcome(header: nil, failure: ItemFailure(.timeout, "timed out", transient: true))
         #expect(!ledger.placesCarriedStore(outcome))
         let settled = ledger.settle(
             thumbnail: ledger.thumbnailResult(outcome: outcome, reused: nil), outcome: outcome, date: Self.now,
@@ -251,19 +252,19 @@ struct ItemLedgerTests {
             sourceStamp: { nil }, storeStamp: { nil }, logs: true)
         #expect(settled.finished.archived.thumbnailData == Self.png)
         #expect(settled.finished.record == nil, "nothing changed: nothing to record")
-        #expect(settled.finished.log?.action == "unchanged")
+        #expect(settled.finished.log?.action == .unchanged)
         let failedBefore = ledger.settle(
-            thumbnail: .failure(ItemFailure(recorded: "decode: truncated")), outcome: nil, date: date, dateGuess: nil,
+            thumbnail: .failure(ItemFailure(.decode, "truncated")), outcome: nil, date: date, dateGuess: nil,
             storeInPlace: false, sourceStamp: { nil }, storeStamp: { nil }, logs: true)
         #expect(
             failedBefore.finished.failure?.stage == .decode && failedBefore.finished.failure?.message == "truncated")
-        #expect(failedBefore.finished.log?.action == "failed")
+        #expect(failedBefore.finished.log?.action == .failed)
         #expect(failedBefore.finished.failure?.known == nil, "its record had no failure: not a known one")
         let knownLedger = Self.ledger(
             Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged),
-            previous: Self.previous(failure: "decode: truncated"))
+            previous: Self.previous(failure: ItemFailure(.decode, "truncated")))
         let known = knownLedger.settle(
-            thumbnail: .failure(ItemFailure(recorded: "decode: truncated")), outcome: nil, date: date, dateGuess: nil,
+            thumbnail: .failure(ItemFailure(.decode, "truncated")), outcome: nil, date: date, dateGuess: nil,
             storeInPlace: false, sourceStamp: { nil }, storeStamp: { nil }, logs: false)
         #expect(known.finished.failure?.known == true, "replayed from the record: known from an earlier run")
     }
@@ -283,7 +284,7 @@ struct ItemLedgerTests {
         #expect(first.finished.failure?.message.hasPrefix("source missing since 2023-11-14T22:13:20") == true)
         #expect(first.finished.record?.missingSince == Self.now.timeIntervalSince1970)
         #expect(first.finished.record?.storeHash == "SH0" && first.finished.record?.thumbnailFingerprint == "T0")
-        #expect(first.finished.log?.action == "kept")
+        #expect(first.finished.log?.action == .kept)
         // The next night: the same date, nothing to record again.
         var since = Self.previous()
         since.missingSince = Self.now.timeIntervalSince1970

@@ -1,3 +1,4 @@
+import CVipsShim
 import Foundation
 import Testing
 import ThumbpipeTestSupport
@@ -6,14 +7,26 @@ import ThumbpipeTestSupport
 
 @Suite("Thumbnails on real photos", .vipsStarted)
 struct ThumbnailTests {
-    let thumbnailer = Thumbnailer(settings: PipelineSettings())
-
-    func thumbnail(_ relative: String) throws -> (png: Data, image: DecodedTestImage) {
+    /// The thumbnail of a fixture as a worker makes it, in this process: the
+    /// decode plan a run picks (the tap for every photo larger than 4× the canvas).
+    func thumbnail(_ relative: String, settings: PipelineSettings = PipelineSettings()) throws -> (
+        png: Data, image: DecodedTestImage
+    ) {
         let path = TestPaths.fixture(relative)
-        var spans = Spans()
-        let header = try thumbnailer.decode.header(of: path)
-        let png = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+        let runner = ItemJobRunner(settings: settings, outputFolder: TestPaths.temporaryFolder("thumbnail"))
+        let job = ItemJob(
+            index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, temporaryPath: "",
+            hashSource: false)
+        let outcome = runner.run(job)
+        if let failure = outcome.failure { throw failure }
+        let png = try #require(outcome.thumbnail)
         return (png, try DecodedTestImage.load(png: png))
+    }
+
+    @Test("Photos larger than 4× the canvas take the tap, as in a run")
+    func photosTakeTheTap() throws {
+        let header = try Decode(limits: PipelineSettings().limits).header(of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
+        #expect(DecodePlan.choose(for: header, canvasWidth: 80, canvasHeight: 80) == .tap(factor: 19))
     }
 
     @Test(
@@ -56,7 +69,7 @@ struct ThumbnailTests {
         #expect(psnr(upright.pixels, rotated.pixels) >= 30, "PSNR \(psnr(upright.pixels, rotated.pixels))")
         // And a camera portrait (Canon 1000D, stored 3888×2592, orientation 6) differs
         // from its unrotated self: the rotation was applied, not dropped.
-        let header = try thumbnailer.decode.header(of: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"))
+        let header = try Decode(limits: PipelineSettings().limits).header(of: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"))
         #expect(header.orientation == 6)
         #expect(header.uprightSize == (2592, 3888))
     }
@@ -94,11 +107,13 @@ struct ThumbnailTests {
             }
         }
         let image = try VImage.fromPixels(RGBABuffer(width: w, height: h, pixels: pixels))
-        let tap = try ThumbnailTap(for: image, factor: 4)
-        try withExtendedLifetime(tap) { try ThumbnailTap.drain(tap.tapping(image)) }
         let scale = 80.0 / 240.0
         let (left, top, width, height) = (10, 20, 60, 20)
-        let out = try tap.resampled(hscale: scale, vscale: scale, left: left, top: top, width: width, height: height)
+        let tap = try ThumbnailTap(
+            for: image, factor: 4, hscale: scale / 4, vscale: scale / 4, left: left, top: top, windowWidth: width,
+            windowHeight: height)
+        try ThumbnailTap.drain(tap.tapping(image))
+        let out = try tap.resampled()
         #expect(out.count == width * height * 4)
         for y in 0..<height {
             for x in 0..<width {
@@ -111,6 +126,45 @@ struct ThumbnailTests {
                 #expect(abs(Double(pixel[0]) - expected) < 0.15, "x \(left + x): \(pixel[0]) vs \(expected)")
             }
         }
+    }
+
+    @Test("A region narrower than the image, pulled before the full drain, is counted once (8×8 of 100s, factor 4)")
+    func tapCountsEachPixelOnce() throws {
+        let image = try VImage.fromPixels(
+            RGBABuffer(width: 8, height: 8, pixels: [UInt8](repeating: 100, count: 8 * 8 * 4)))
+        // Blocks of 4×4 read back at scale 1 over the whole 2×2 grid: each output is a block mean.
+        let tap = try ThumbnailTap(
+            for: image, factor: 4, hscale: 0.25, vscale: 0.25, left: 0, top: 0, windowWidth: 2, windowHeight: 2)
+        let tapped = try tap.tapping(image)
+        // Part of the first rows, then every pixel.
+        let part = try tapped.derive("crop") { CVipsShim_crop($0, $1, 0, 0, 3, 8) }
+        try ThumbnailTap.drain(part)
+        try ThumbnailTap.drain(tapped)
+        let means = try tap.resampled()
+        for i in 0..<4 {
+            let pixel = Array(means[(i * 4)..<(i * 4 + 4)])
+            // Premultiplied RGBA of an opaque 100: (100, 100, 100, 100 · 100 / 255 …) — all
+            // channels as the fully opaque RGBA means: colour 100·a/255, alpha 100.
+            #expect(abs(pixel[3] - 100) < 1e-3, "block \(i): alpha mean \(pixel[3]) (a double count gives more)")
+            #expect(abs(pixel[0] - 100 * 100 / 255) < 1e-2, "block \(i): colour \(pixel[0])")
+        }
+    }
+
+    @Test("A 65,000×330 strip's tap sums only the crop's blocks: a few MB, not hundreds")
+    func tapSumsOnlyTheCrop() throws {
+        let width = 65_000
+        let height = 330
+        let pixels = [UInt8](repeating: 128, count: width * height * 4)
+        let image = try VImage.fromPixels(RGBABuffer(width: width, height: height, pixels: pixels))
+        let scale = AspectFillScale(width: 80, height: 80)
+        // The factor a run picks: the covering side (330 high for an 80 canvas) leaves ≥ 2×.
+        let tap = try scale.tap(for: image, factor: 2, orientation: 1)
+        #expect(tap.bytes < 4 << 20, "the tap holds \(tap.bytes) bytes")
+        try ThumbnailTap.drain(tap.tapping(image))
+        let rgba = try scale.apply(tap: tap, orientation: 1, format: "PNG")
+        #expect(rgba.width == 80 && rgba.height == 80)
+        // Flat grey in, flat grey out.
+        #expect(rgba.pixels.allSatisfy { $0 == 128 || $0 == 255 }, "flat grey stays flat")
     }
 
     @Test("Same source, same bytes")
@@ -126,13 +180,8 @@ struct ThumbnailTests {
         settings.thumbnail.width = 60
         settings.thumbnail.height = 40
         settings.thumbnail.scale = 3
-        let thumbnailer = Thumbnailer(settings: settings)
-        let path = TestPaths.fixture("photos/Canon-EOS-5D.jpg")
-        var spans = Spans()
-        let png = try thumbnailer.thumbnail(
-            for: path, header: try thumbnailer.decode.header(of: path), spans: &spans)
+        let (png, image) = try thumbnail("photos/Canon-EOS-5D.jpg", settings: settings)
         #expect(try #require(PNGInfo.size(png)) == (180, 120))
-        let image = try DecodedTestImage.load(png: png)
         #expect(image[0, 0][3] == 0 && image[90, 60][3] == 255)
     }
 

@@ -3,8 +3,10 @@
 // Why this exists: libvips's API takes its optional arguments as NULL-terminated
 // variadic lists (`vips_resize(in, &out, scale, "kernel", ..., NULL)`), and Swift
 // cannot call C variadic functions. Every such call thumbpipe makes goes through
-// one function here, with every argument spelled out. Nothing else lives here:
-// errors are read from vips_error_buffer() by the Swift side, in one place.
+// one function here, with every argument spelled out; besides them, the few
+// process-wide settings (warning collection, loader blocking, module loading)
+// only C can make. thumbpipe's own pixel kernels live in CThumbKernels. Errors
+// are read from vips_error_buffer() by the Swift side, in one place (Vips.swift).
 //
 // Every function returns 0 on success and -1 on failure (libvips's convention).
 #ifndef CVIPSSHIM_H
@@ -105,47 +107,12 @@ void CVipsShim_unref(VipsImage *image);
 /// g_free (for buffers libvips allocates).
 void CVipsShim_free(void *p);
 
-
-
 /// vips_text: renders `text` as an 8-bit coverage mask, wrapped at `width`
 /// pixels, with a Pango font description such as "sans 10".
 int CVipsShim_text(VipsImage **out, const char *text, const char *font, int width, int dpi);
 
 /// vips_pngload_buffer.
 int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out);
-
-/// The thumbnail tap: a pass-through that box-sums every pixel the store's
-/// pipeline pulls, so one decode feeds both the store file and the thumbnail.
-typedef struct CVipsShimTap CVipsShimTap;
-
-/// A tap for an 8-bit `width × height` image of 3 or 4 bands, averaging
-/// `factor × factor` blocks; NULL for impossible arguments.
-CVipsShimTap *CVipsShim_tap_new(int width, int height, int bands, int factor);
-
-/// Frees a tap (after every image made with it is gone).
-void CVipsShim_tap_free(CVipsShimTap *tap);
-
-/// `out` is `in`, pixel for pixel; every pixel computed through it is added to `tap` once.
-int CVipsShim_tap(VipsImage *in, VipsImage **out, CVipsShimTap *tap);
-
-/// The tap's block means resampled with Lanczos3 by `hscale × vscale` (as
-/// `vips_resize` would, centres aligned, edges copied), computed only over the
-/// output window [left, left + width) × [top, top + height): premultiplied RGBA
-/// floats, `width × height × 4` of them, into `out`. For a thumbnail's few
-/// thousand pixels, without building a libvips pipeline.
-int CVipsShim_tap_resample(CVipsShimTap *tap, double hscale, double vscale, int left, int top, int width,
-                           int height, float *out);
-
-/// Steps of the linear-light to 8-bit sRGB table of CVipsShim_shaper_to_srgb.
-#define CVIPSSHIM_SHAPER_STEPS 16384
-
-/// Converts 8-bit RGB(A) pixels in a matrix/TRC profile to sRGB, as lcms's
-/// relative-intent transform does, through tables: `linear` (3 × 256 floats,
-/// the source's tone curves), `matrix` (3 × 3, row-major: source linear RGB to
-/// sRGB linear RGB) and `encode` (CVIPSSHIM_SHAPER_STEPS bytes: linear light
-/// 0…1 to 8-bit sRGB). Alpha passes through; the output has no ICC profile.
-int CVipsShim_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
-                             const unsigned char *encode);
 
 /// vips_profile_load: the bytes of a profile libvips knows by name ("srgb").
 /// `*blob` holds them; release it with CVipsShim_blob_unref.
@@ -156,9 +123,5 @@ void CVipsShim_blob_unref(void *blob);
 
 /// Computes every pixel of `in` in full-width strips and discards them.
 int CVipsShim_drain(VipsImage *in);
-
-/// `out` is `in`, pixel for pixel; the time spent computing `in`'s pixels (all
-/// that lies upstream) is added to `*nanoseconds`, which must outlive `out`.
-int CVipsShim_timer(VipsImage *in, VipsImage **out, int64_t *nanoseconds);
 
 #endif

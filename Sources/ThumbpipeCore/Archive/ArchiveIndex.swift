@@ -335,8 +335,7 @@ enum ArchiveIndex {
                 close(index)
                 return nil
             }
-            var info = stat()
-            let stamp = fstat(archive, &info) == 0 ? FileStamp(info) : nil
+            let stamp = FileInfo(descriptor: archive).map(FileStamp.init)
             guard let stamp,
                 let archiveSize = ArchiveIndex.check(
                     index: index, className: className, refWidth: refWidth, archive: stamp)
@@ -422,15 +421,14 @@ enum ArchiveIndex {
         }
         let itemCount = number(Header.itemCountBytes)
         let archiveSize = UInt64(max(0, archive.size))
-        var info = stat()
-        guard fstat(index, &info) == 0, itemCount <= archiveSize / minimumItemBytes,
-            UInt64(info.st_size) == UInt64(headerSize) + itemCount * UInt64(entrySize)
+        guard let info = FileInfo(descriptor: index), itemCount <= archiveSize / minimumItemBytes,
+            UInt64(info.size) == UInt64(headerSize) + itemCount * UInt64(entrySize)
         else { return nil }
         var checksum = ContentHash.Streaming()
         var buffer = [UInt8](repeating: 0, count: 4096 * entrySize)
         var offset = UInt64(headerSize)
-        while offset < UInt64(info.st_size) {
-            let want = Int(min(UInt64(buffer.count), UInt64(info.st_size) - offset))
+        while offset < UInt64(info.size) {
+            let want = Int(min(UInt64(buffer.count), UInt64(info.size) - offset))
             let got = buffer.withUnsafeMutableBytes {
                 FileDescriptor.readFully(index, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
             }

@@ -31,16 +31,15 @@ final class FileBytes: ByteSource {
     private var blocks: [(start: Int, bytes: [UInt8])] = []
 
     init(path: String) throws {
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
+        guard let fd = FileDescriptor.open(path, O_RDONLY) else {
             throw ThumbpipeError(.noInput, "\(path): cannot open: \(ThumbpipeError.errnoText())")
         }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            close(descriptor)
+        descriptor = fd
+        guard let info = FileInfo(descriptor: fd), info.kind == .regular else {
+            close(fd)
             throw ThumbpipeError(.noInput, "\(path): not a regular file")
         }
-        count = Int(info.st_size)
+        count = Int(info.size)
     }
 
     deinit { close(descriptor) }
@@ -49,14 +48,11 @@ final class FileBytes: ByteSource {
         var bytes = [UInt8](repeating: 0, count: length)
         var done = 0
         try bytes.withUnsafeMutableBytes { raw in
-            while done < length {
-                let n = pread(descriptor, raw.baseAddress! + done, length - done, off_t(offset + done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    throw ThumbpipeError(
-                        .ioError, "read failed at byte \(offset + done): \(ThumbpipeError.errnoText())")
-                }
-                done += n
+            done = FileDescriptor.readFully(descriptor, into: raw, at: UInt64(offset))
+            guard done == length else {
+                throw ThumbpipeError(
+                    .ioError,
+                    "read failed at byte \(offset + max(0, done)): \(done < 0 ? ThumbpipeError.errnoText() : "end of file")")
             }
         }
         return bytes

@@ -42,8 +42,7 @@ public enum ArchiveInput {
                 line: position + 1, itemName: archived.itemName, serialNumber: archived.serialNumber,
                 valueInDollars: archived.valueInDollars, dateCreated: archived.dateCreated, itemKey: archived.itemKey)
             let store = (folder.isEmpty ? "." : folder) + "/" + archived.itemKey
-            var info = stat()
-            if stat(store, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 {
+            if let info = FileInfo(path: store), info.kind == .regular, info.size > 0 {
                 item.image = archived.itemKey
                 item.imagePath = store
                 item.carried = .storeFile

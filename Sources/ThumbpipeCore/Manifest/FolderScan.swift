@@ -65,17 +65,15 @@ public enum FolderScan {
                 for name in names where !name.hasPrefix(".") {
                     let path = directory + "/" + name
                     let childRelative = relative.isEmpty ? name : relative + "/" + name
-                    var info = stat()
-                    guard lstat(path, &info) == 0 else { continue }
-                    let type = info.st_mode & S_IFMT
-                    if type == S_IFDIR {
+                    guard let info = FileInfo(path: path, followingLinks: false) else { continue }
+                    if info.kind == .directory {
                         if recursive { pending.append(childRelative) }
                         continue
                     }
                     // A symlink counts when it points at a regular file; folders behind links are not followed.
-                    if type == S_IFLNK {
-                        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-                    } else if type != S_IFREG {
+                    if info.kind == .symlink {
+                        guard FileInfo(path: path)?.kind == .regular else { continue }
+                    } else if info.kind != .regular {
                         continue
                     }
                     if let lowered {

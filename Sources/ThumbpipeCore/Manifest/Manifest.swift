@@ -49,8 +49,9 @@ public struct Manifest: Sendable {
         let mtime = (attributes?[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
         var manifest: Manifest
         if type == "jsonl" || type == "ndjson" {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw cannotOpen(ThumbpipeError.errnoText()) }
+            guard let descriptor = FileDescriptor.open(path, O_RDONLY) else {
+                throw cannotOpen(ThumbpipeError.errnoText())
+            }
             defer { close(descriptor) }
             manifest = try readJSONLines(
                 descriptor: descriptor, fileName: name, folder: url.deletingLastPathComponent().path)
@@ -77,8 +78,7 @@ public struct Manifest: Sendable {
             var lines = LineReader(fileName: fileName)
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             while true {
-                let n = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
+                let n = chunk.withUnsafeMutableBytes { FileDescriptor.read(descriptor, into: $0) }
                 if n < 0 {
                     throw ThumbpipeError(.noInput, "\(fileName): cannot read manifest: \(ThumbpipeError.errnoText())")
                 }

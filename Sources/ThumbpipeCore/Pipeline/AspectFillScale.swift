@@ -31,19 +31,25 @@ public struct AspectFillScale: Sendable {
         }
     }
 
-    /// Scales, crops and orients what a tap gathered of a `fullWidth × fullHeight`
-    /// source into canvas-sized RGBA pixels: its block means resampled with
+    /// A tap for `image` (stored orientation) with `factor × factor` blocks that
+    /// sums only what this stage's crop of it reads.
+    func tap(for image: VImage, factor: Int, orientation: Int) throws(VipsError) -> ThumbnailTap {
+        let geometry = crop(fullWidth: Double(image.width), fullHeight: Double(image.height), orientation: orientation)
+        return try ThumbnailTap(
+            for: image, factor: factor, hscale: geometry.hscale, vscale: geometry.vscale, left: geometry.left,
+            top: geometry.top, windowWidth: geometry.width, windowHeight: geometry.height)
+    }
+
+    /// Scales, crops and orients what a tap (made by ``tap(for:factor:orientation:)``)
+    /// gathered into canvas-sized RGBA pixels: its block means resampled with
     /// Lanczos3 over the crop alone, in the calling thread (a libvips resize
     /// of these few thousand pixels costs more in building and threads than in sums).
     func apply(tap: ThumbnailTap, orientation: Int, format: String) throws(ItemFailure) -> RGBABuffer {
         try guarded(format: format) {
-            let geometry = crop(fullWidth: Double(tap.width), fullHeight: Double(tap.height), orientation: orientation)
-            let means = try tap.resampled(
-                hscale: geometry.hscale * Double(tap.factor), vscale: geometry.vscale * Double(tap.factor),
-                left: geometry.left, top: geometry.top, width: geometry.width, height: geometry.height)
+            let means = try tap.resampled()
             let pixels = means.withUnsafeBytes { samples in
                 Self.uprightRGBA(
-                    samples, width: geometry.width, height: geometry.height, bands: 4, isFloat: true,
+                    samples, width: tap.windowWidth, height: tap.windowHeight, bands: 4, isFloat: true,
                     orientation: orientation, premultiplied: true)
             }
             return try checked(pixels)
@@ -53,12 +59,8 @@ public struct AspectFillScale: Sendable {
     private func guarded(format: String, _ body: () throws -> RGBABuffer) throws(ItemFailure) -> RGBABuffer {
         do {
             return try body()
-        } catch let error as ItemFailure {
-            throw error
-        } catch let error as VipsError {
-            throw Decode.failure(error, format: format, stage: .scale)
         } catch {
-            throw ItemFailure(.scale, "\(error)")
+            throw ItemFailure(error, format: format, stage: .scale)
         }
     }
 

@@ -15,12 +15,27 @@ public struct SourceHeader: Sendable, Codable {
     public var dateTimeOriginal: Date?
     /// Whether the source has an alpha channel (or palette transparency).
     public var hasAlpha: Bool
-    /// Whether the loader can shrink at load time (`shrink` for JPEG, `scale` for WebP/SVG).
-    var shrinkKind: Int32
+    /// How the loader can shrink at load time.
+    var shrink: LoadShrink
 
     /// Width and height as the image displays (orientations 5–8 swap them).
     public var uprightSize: (width: Int, height: Int) {
         orientation >= 5 ? (height, width) : (width, height)
+    }
+}
+
+/// How a loader can shrink an image while it loads it.
+enum LoadShrink: Int32, Sendable, Codable {
+    /// It cannot: the image is decoded at full size.
+    case none = 0
+    /// By an integer factor (`shrink`: JPEG's DCT scaling, 1, 2, 4 or 8).
+    case integer = 1
+    /// By any factor (`scale`: WebP, SVG, PDF render at the size asked).
+    case scale = 2
+
+    /// What libvips says of a loader (`CVipsShim_loader_shrink_kind`).
+    init(loader: UnsafePointer<CChar>) {
+        self = LoadShrink(rawValue: CVipsShim_loader_shrink_kind(loader)) ?? .none
     }
 }
 
@@ -51,7 +66,7 @@ public struct Decode: Sendable {
             throw ItemFailure(.decode, "file is \(bytes) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
         }
         try startVips()
-        let allowed = limits.formats.compactMap(ImageFormat.init(rawValue:))
+        let allowed = limits.formats
         // thumbpipe's own signature check first: a format it knows and the
         // limits refuse is never shown to a libvips loader, not even to ask
         // whether it recognises the file (a loader's own check can be slow or unsafe).
@@ -73,7 +88,7 @@ public struct Decode: Sendable {
                     $0, offset: image.string("exif-ifd2-OffsetTimeOriginal") ?? image.string("exif-ifd2-OffsetTime"))
             },
             hasAlpha: image.hasAlpha,
-            shrinkKind: CVipsShim_loader_shrink_kind(loader))
+            shrink: LoadShrink(loader: loader))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
             throw ItemFailure(
@@ -94,12 +109,12 @@ public struct Decode: Sendable {
         let shrink = 1 / ratio
         var jpegShrink: Int32 = 1
         var scale = 1.0
-        switch header.shrinkKind {
-        case 1:
+        switch header.shrink {
+        case .integer:
             jpegShrink = shrink >= 16 ? 8 : shrink >= 8 ? 4 : shrink >= 4 ? 2 : 1
-        case 2:
+        case .scale:
             scale = min(1, 2 * ratio)
-        default:
+        case .none:
             break
         }
         let image = try load(path, shrink: jpegShrink, scale: scale, format: header.format)
@@ -113,16 +128,14 @@ public struct Decode: Sendable {
         throws(ItemFailure) -> DecodedImage
     {
         var loaded = try load(path, shrink: 1, scale: 1, format: header.format)
-        if let clocks { loaded = try clocks.time(loaded, \.decoding, format: header.format) }
+        if let clocks { loaded = try clocks.time(loaded, .decoding, format: header.format) }
         var image = try toSRGB(loaded, format: header.format)
-        if let clocks { image = try clocks.time(image, \.colouring, format: header.format) }
+        if let clocks { image = try clocks.time(image, .colouring, format: header.format) }
         guard inMemory else { return DecodedImage(image: image, header: header) }
         do {
             return DecodedImage(image: try image.inMemory(), header: header, inMemory: true)
-        } catch let error as VipsError {
-            throw Self.failure(error, format: header.format, stage: .decode)
         } catch {
-            throw ItemFailure(.decode, "\(error)")
+            throw ItemFailure(error, format: header.format, stage: .decode)
         }
     }
 
@@ -134,7 +147,7 @@ public struct Decode: Sendable {
         var out: UnsafeMutablePointer<VipsImage>? = nil
         let status = CVipsShim_load(path, shrink, scale, limits.failOn.vipsValue, 1, &out)
         guard status == 0, let out else {
-            throw Self.failure(Vips.takeError(operation: "load"), format: format, stage: .decode)
+            throw ItemFailure(Vips.takeError(operation: "load"), format: format, stage: .decode)
         }
         return VImage(out)
     }
@@ -177,69 +190,28 @@ public struct Decode: Sendable {
                 image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
             }
             return image
-        } catch let error as VipsError {
-            throw Self.failure(error, format: format, stage: .decode)
         } catch {
-            throw ItemFailure(.decode, "\(error)")
+            throw ItemFailure(error, format: format, stage: .decode)
         }
-    }
-
-    /// Errors of the machine a decode runs on (libvips reports them with the
-    /// system's words, e.g. writing its temporary): a full disk or quota, too
-    /// many open files, a read-only or failing file system, a file-size limit.
-    static let environmentCauses = [
-        "no space left on device", "disk quota exceeded", "too many open files", "read-only file system",
-        "file too large", "input/output error", "for writing",
-    ]
-
-    /// Turns a libvips error into a message a user can act on.
-    static func failure(_ error: VipsError, format: String, stage: Stage) -> ItemFailure {
-        // libvips keeps one error buffer per process: when two items fail at
-        // the same moment, one may find it already emptied by the other.
-        let text =
-            error.message == "failed" ? "no detail from libvips; the file may be truncated or corrupt" : error.message
-        let lower = text.lowercased()
-        // The machine, not the photo: the failure is reported, but not kept as
-        // the source's (it is tried again next run).
-        if let cause = environmentCauses.first(where: { lower.contains($0) }) {
-            return ItemFailure(
-                stage, "the system refused while decoding \(format) (\(cause)), not the photo's fault (\(text))",
-                transient: true)
-        }
-        let what: String
-        if lower.contains("corrupt jpeg data") || lower.contains("corrupt data") {
-            what = "corrupt \(format)"
-        } else if lower.contains("premature end") || lower.contains("truncated") || lower.contains("unexpected end")
-            || lower.contains("out of data") || lower.contains("not enough data") || lower.contains("read error")
-        {
-            what = "truncated \(format)"
-        } else if lower.contains("out of memory") {
-            what = "out of memory decoding \(format) (limits.workerMemoryBytes caps a worker)"
-        } else if lower.contains("not a known file format") || lower.contains("is not a known") {
-            what = "not a supported image"
-        } else {
-            what = "cannot decode \(format)"
-        }
-        return ItemFailure(stage, "\(what) (\(text))")
     }
 
     /// Checks the source is a readable, non-empty regular file.
     /// - Returns: its size in bytes.
     @discardableResult
     static func checkReadableFile(_ path: String) throws(ItemFailure) -> Int {
-        var info = stat()
-        if stat(path, &info) != 0 {
+        guard let info = FileInfo(path: path) else {
             let code = errno
             throw ItemFailure(
                 .decode, code == ENOENT ? "file not found" : "cannot open: \(ThumbpipeError.errnoText(code))")
         }
-        if (info.st_mode & S_IFMT) == S_IFDIR { throw ItemFailure(.decode, "is a directory, not an image") }
-        if (info.st_mode & S_IFMT) != S_IFREG { throw ItemFailure(.decode, "not a regular file") }
-        if info.st_size == 0 { throw ItemFailure(.decode, "empty file (0 bytes)") }
-        let fd = open(path, O_RDONLY)
-        if fd < 0 { throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())") }
+        if info.kind == .directory { throw ItemFailure(.decode, "is a directory, not an image") }
+        if info.kind != .regular { throw ItemFailure(.decode, "not a regular file") }
+        if info.size == 0 { throw ItemFailure(.decode, "empty file (0 bytes)") }
+        guard let fd = FileDescriptor.open(path, O_RDONLY) else {
+            throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())")
+        }
         close(fd)
-        return Int(info.st_size)
+        return Int(info.size)
     }
 
     static func notAllowed(_ format: ImageFormat) -> ItemFailure {

@@ -1,3 +1,4 @@
+import CThumbKernels
 import CVipsShim
 import Foundation
 
@@ -148,7 +149,7 @@ struct ICCProfile {
     }
 }
 
-/// The tables of ``CVipsShim_shaper_to_srgb`` for one source profile: what
+/// The tables of ``CThumbKernels_shaper_to_srgb`` for one source profile: what
 /// lcms's relative-intent transform from a matrix/TRC profile to libvips's
 /// sRGB computes, at a fraction of its cost (a 22 Mpx Display P3 photo spent
 /// longer in lcms than in its JPEG decode and encode together).
@@ -186,7 +187,7 @@ struct ShaperConversion {
             try matrix.withUnsafeBufferPointer { matrix in
                 try target.encode.withUnsafeBufferPointer { encode in
                     try image.derive("icc_transform") {
-                        CVipsShim_shaper_to_srgb($0, $1, linear.baseAddress, matrix.baseAddress, encode.baseAddress)
+                        CThumbKernels_shaper_to_srgb($0, $1, linear.baseAddress, matrix.baseAddress, encode.baseAddress)
                     }
                 }
             }
@@ -217,7 +218,7 @@ struct ShaperConversion {
         // (the curve rises), walked once over the table's steps.
         let curve = profile.curves[0]
         let thresholds = (0..<255).map { curve((Double($0) + 0.5) / 255) }
-        let steps = Int(CVIPSSHIM_SHAPER_STEPS)
+        let steps = Int(CTHUMBKERNELS_SHAPER_STEPS)
         var encode = [UInt8](repeating: 0, count: steps)
         var value = 0
         for step in 0..<steps {

@@ -94,3 +94,35 @@ public enum ImageFormat: String, Sendable, CaseIterable, Codable {
         return nil
     }
 }
+
+/// A set of formats, as `limits.formats` allows them: parsed once, when the
+/// settings are read, and written (in files, fingerprints, messages) in one
+/// order, ``ImageFormat``'s own, whatever order they were given in.
+public struct ImageFormats: Sendable, Equatable, Codable, ExpressibleByArrayLiteral, Sequence {
+    private var members: Set<ImageFormat>
+
+    /// The formats of `formats`.
+    public init(_ formats: some Sequence<ImageFormat>) { members = Set(formats) }
+
+    public init(arrayLiteral elements: ImageFormat...) { self.init(elements) }
+
+    /// Whether `format` is allowed.
+    public func contains(_ format: ImageFormat) -> Bool { members.contains(format) }
+
+    /// Whether no format is.
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// The formats in ``ImageFormat``'s order.
+    public var sorted: [ImageFormat] { ImageFormat.allCases.filter(members.contains) }
+
+    /// The names, comma-separated: `jpeg,png`.
+    public var names: String { sorted.map(\.rawValue).joined(separator: ",") }
+
+    public func makeIterator() -> IndexingIterator<[ImageFormat]> { sorted.makeIterator() }
+
+    public init(from decoder: any Decoder) throws {
+        members = Set(try [ImageFormat](from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws { try sorted.encode(to: encoder) }
+}

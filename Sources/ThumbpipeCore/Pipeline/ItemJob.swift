@@ -102,7 +102,7 @@ public struct ItemJobRunner: Sendable {
         } catch let error as ThumbpipeError {
             outcome.writeError = error.message
         } catch {
-            outcome.failure = ItemFailure(.decode, "\(error)")
+            outcome.failure = ItemFailure(error, format: outcome.header?.format ?? "image", stage: .decode)
         }
         outcome.warnings = Vips.takeWarnings()
         if outcome.failure == nil && outcome.writeError == nil && settings.limits.failOn == .warning,
@@ -132,13 +132,15 @@ public struct ItemJobRunner: Sendable {
         outcome.decoded = true
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.
         let clocks = PipelineClocks()
-        try withExtendedLifetime(clocks) {
+        do {
             switch plan {
             case .tap(let factor):
                 // One streaming decode; the store (or a drain) pulls every pixel past the tap.
                 var decoded = try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
-                let tap = try Self.vips { try ThumbnailTap(for: decoded.image, factor: factor) }
-                try withExtendedLifetime(tap) {
+                let tap = try Self.vips {
+                    try thumbnailer.scale.tap(for: decoded.image, factor: factor, orientation: header.orientation)
+                }
+                do {
                     decoded.image = try Self.vips { try tap.tapping(decoded.image) }
                     if job.makeStore {
                         try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) { decoded }
@@ -176,12 +178,8 @@ public struct ItemJobRunner: Sendable {
     private static func vips<T>(format: String = "image", _ body: () throws -> T) throws(ItemFailure) -> T {
         do {
             return try body()
-        } catch let error as VipsError {
-            throw Decode.failure(error, format: format, stage: .decode)
-        } catch let error as ItemFailure {
-            throw error
         } catch {
-            throw ItemFailure(.decode, "\(error)")
+            throw ItemFailure(error, format: format, stage: .decode)
         }
     }
 
@@ -202,7 +200,6 @@ public struct ItemJobRunner: Sendable {
     }
 
     static func fileSize(_ path: String) -> Int64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+        FileInfo(path: path)?.size ?? 0
     }
 }

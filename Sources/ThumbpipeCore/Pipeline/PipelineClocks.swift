@@ -1,44 +1,40 @@
 import CVips
-import CVipsShim
+import CThumbKernels
 
 /// Where a streaming decode's time goes. libvips computes lazily: the store's
 /// encoder pulls strips, and decoding and colour conversion happen inside that
-/// pull. Two pass-through timers (in the C shim) add up the time spent below
+/// pull. Two pass-through timers (CThumbKernels) add up the time spent below
 /// them, so the report can say how much was decoding, how much colour, and how
 /// much the encoder itself, instead of calling it all "store".
 final class PipelineClocks {
     /// Nanoseconds spent producing decoded pixels.
-    let decoding = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+    private let decoding = CThumbKernels_clock_new()!
     /// Nanoseconds spent producing sRGB pixels (decoding included).
-    let colouring = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+    private let colouring = CThumbKernels_clock_new()!
 
-    init() {
-        decoding.initialize(to: 0)
-        colouring.initialize(to: 0)
-    }
+    /// The two clocks a pipeline has.
+    enum Clock { case decoding, colouring }
 
     deinit {
-        decoding.deallocate()
-        colouring.deallocate()
+        CThumbKernels_clock_unref(decoding)
+        CThumbKernels_clock_unref(colouring)
     }
 
-    /// `image`, timed into the counter at `clock`; this object must outlive it.
-    func time(_ image: VImage, _ clock: KeyPath<PipelineClocks, UnsafeMutablePointer<Int64>>, format: String)
-        throws(ItemFailure) -> VImage
-    {
-        let counter = self[keyPath: clock]
+    /// `image`, timed into `clock` (the image holds the clock as long as it lives).
+    func time(_ image: VImage, _ clock: Clock, format: String) throws(ItemFailure) -> VImage {
+        let counter = clock == .decoding ? decoding : colouring
         do {
-            return try image.derive("timer") { CVipsShim_timer($0, $1, counter) }
-        } catch let error as VipsError {
-            throw Decode.failure(error, format: format, stage: .decode)
+            return try image.derive("timer") { CThumbKernels_timer($0, $1, counter) }
         } catch {
-            throw ItemFailure(.decode, "\(error)")
+            throw ItemFailure(error, format: format, stage: .decode)
         }
     }
 
+    private var decodingNanoseconds: Int64 { CThumbKernels_clock_nanoseconds(decoding) }
+
     /// Nanoseconds of colour conversion alone.
-    var colourNanoseconds: Int64 { max(0, colouring.pointee - decoding.pointee) }
+    var colourNanoseconds: Int64 { max(0, CThumbKernels_clock_nanoseconds(colouring) - decodingNanoseconds) }
 
     /// The split of a span that contained the whole pull: decode, then colour.
-    var parts: [(Stage, Int64)] { [(.decode, decoding.pointee), (.colour, colourNanoseconds)] }
+    var parts: [(Stage, Int64)] { [(.decode, decodingNanoseconds), (.colour, colourNanoseconds)] }
 }

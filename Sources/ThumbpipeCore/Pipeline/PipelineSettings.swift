@@ -70,7 +70,7 @@ public struct PipelineSettings: Sendable, Equatable, Codable {
         public var workerMemoryBytes = 0
         /// The loaders a source may be decoded by (see ``ImageFormat``): the photo
         /// formats by default. Naming `magick` hands untrusted files to ImageMagick.
-        public var formats: [String] = ImageFormat.photoFormats.map(\.rawValue)
+        public var formats = ImageFormats(ImageFormat.photoFormats)
     }
 
     /// How a stored JPEG is made to display upright.
@@ -147,102 +147,6 @@ extension PipelineSettings {
             }
         }
         try validate(at: file)
-    }
-
-    /// Sets one setting by its dotted name (`thumbnail.scale`), as a flag or pipeline file gives it.
-    /// - Throws: ``ThumbpipeError`` (65) naming `location` when the name or value is wrong.
-    public mutating func set(_ key: String, _ value: JSONValue, at location: String) throws {
-        func bad(_ reason: String) -> ThumbpipeError {
-            ThumbpipeError(.dataError, "\(location): \(key) \(reason)")
-        }
-        func number() throws -> Double {
-            let text: String
-            switch value {
-            case .number(let n): text = n
-            case .string(let s): text = s
-            default: throw bad("must be a number, found \(value.typeName)")
-            }
-            guard let d = Double(text), d.isFinite else { throw bad("must be a number, found '\(text)'") }
-            return d
-        }
-        func boolean() throws -> Bool {
-            switch value {
-            case .bool(let b): return b
-            case .string("true"): return true
-            case .string("false"): return false
-            default: throw bad("must be true or false")
-            }
-        }
-        func string() throws -> String {
-            guard case .string(let s) = value else { throw bad("must be a string, found \(value.typeName)") }
-            return s
-        }
-        switch key {
-        case "thumbnail.width": thumbnail.width = try number()
-        case "thumbnail.height": thumbnail.height = try number()
-        case "thumbnail.scale": thumbnail.scale = try number()
-        case "thumbnail.cornerRadius": thumbnail.cornerRadius = try number()
-        case "thumbnail.format": thumbnail.format = try string().lowercased()
-        case "store.format": store.format = try string().lowercased()
-        case "store.quality": store.quality = try number()
-        case "store.orientation":
-            let s = try string()
-            guard let value = StoreOrientation(rawValue: s) else {
-                throw bad("must be rotate or tag, found '\(s)'")
-            }
-            store.orientation = value
-        case "store.keepMetadata": store.keepMetadata = try boolean()
-        case "store.optimizeCoding": store.optimizeCoding = try boolean()
-        case "archive.className": archive.className = try string()
-        case "archive.fileName": archive.fileName = try string()
-        case "limits.maxPixels":
-            let n = try number()
-            guard n >= 1, n == n.rounded(), n < 9e18 else { throw bad("must be a positive whole number") }
-            limits.maxPixels = Int(n)
-        case "limits.maxFileBytes":
-            let n = try number()
-            guard n >= 0, n == n.rounded(), n < 9e18 else { throw bad("must be a whole number, 0 for no limit") }
-            limits.maxFileBytes = Int(n)
-        case "limits.timeoutSeconds":
-            let n = try number()
-            guard n >= 0, n <= 86_400 * 365 else { throw bad("must be 0 (no limit) to 31536000 seconds") }
-            limits.timeoutSeconds = n
-        case "limits.workerMemoryBytes":
-            let n = try number()
-            guard n >= 0, n == n.rounded(), n < 9e18 else { throw bad("must be a whole number, 0 for no limit") }
-            guard n == 0 || n >= 64 * 1_048_576 else { throw bad("must be 0 (no limit) or at least 67108864 (64 MiB)") }
-            limits.workerMemoryBytes = Int(n)
-        case "limits.formats":
-            let names: [String]
-            switch value {
-            case .array(let elements):
-                names = try elements.map { element in
-                    guard case .string(let s) = element else { throw bad("must be a list of format names") }
-                    return s
-                }
-            case .string(let s): names = s.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            default: throw bad("must be a list of format names")
-            }
-            var formats: [String] = []
-            for name in names where !name.isEmpty {
-                guard let format = ImageFormat(rawValue: name.lowercased()) else {
-                    throw bad(
-                        "names an unknown format '\(name)' (known: \(ImageFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
-                    )
-                }
-                if !formats.contains(format.rawValue) { formats.append(format.rawValue) }
-            }
-            guard !formats.isEmpty else { throw bad("must name at least one format") }
-            limits.formats = formats
-        case "limits.failOn":
-            let s = try string()
-            guard let level = FailOn(rawValue: s) else {
-                throw bad("must be one of \(FailOn.allCases.map(\.rawValue).joined(separator: ", ")), found '\(s)'")
-            }
-            limits.failOn = level
-        default:
-            throw ThumbpipeError(.dataError, "\(location): unknown setting '\(key)'")
-        }
     }
 
     /// Checks that settings make sense together.

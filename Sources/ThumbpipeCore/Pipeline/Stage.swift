@@ -22,34 +22,3 @@ public enum Stage: String, Sendable, CaseIterable, Codable {
     /// Recording the item in the incremental state.
     case state
 }
-
-/// Why one item's image could not be processed; the run goes on without it.
-public struct ItemFailure: Error, Sendable, Codable, CustomStringConvertible {
-    /// The stage that failed.
-    public var stage: Stage
-    /// One line a user can act on, e.g. `truncated JPEG (Premature end of JPEG file)`.
-    public var message: String
-    /// Whether the failure is a circumstance of this run (a timeout, a crashed
-    /// worker) rather than a property of the source: such items are tried again next run.
-    public var transient = false
-
-    /// Creates a failure at `stage`.
-    public init(_ stage: Stage, _ message: String, transient: Bool = false) {
-        self.stage = stage
-        self.message = message
-        self.transient = transient
-    }
-
-    public var description: String { message }
-
-    /// The failure as the state records it: `stage: message`.
-    public var recorded: String { "\(stage.rawValue): \(message)" }
-
-    /// A failure read back from the state's `stage: message`.
-    public init(recorded text: String) {
-        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-        self.init(
-            Stage(rawValue: parts[0]) ?? .decode, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : text
-        )
-    }
-}

@@ -113,7 +113,7 @@ public enum HTMLReport {
                     "\(s.thumbnail.pixelWidth)×\(s.thumbnail.pixelHeight) px, radius \(SVGChart.number(s.thumbnail.pixelRadius)) px"
                 ))
             facts.append(("store", "JPEG Q\(s.store.vipsQuality), \(s.store.orientation.rawValue)"))
-            facts.append(("formats", s.limits.formats.joined(separator: ", ")))
+            facts.append(("formats", s.limits.formats.sorted.map(\.rawValue).joined(separator: ", ")))
             facts.append(("timeout", "\(SVGChart.number(s.limits.timeoutSeconds)) s"))
         }
         var html = "<header id=\"run\"><h1>thumbpipe run</h1><div class=\"facts\">"

@@ -137,14 +137,14 @@ public struct ItemLogEntry: Sendable, Codable {
     /// The manifest line (0 for a removed item).
     public var line: Int
     public var source: String
-    /// `new`, `changed`, `unchanged`, `removed` or `failed`.
-    public var action: String
+    /// What the run did with it.
+    public var action: ItemAction
     /// Why, in a few words.
     public var reason: String
     /// The item's time in this run.
     public var milliseconds: Double
 
-    init(_ item: ManifestItem, action: String, reason: String, milliseconds: Double = 0) {
+    init(_ item: ManifestItem, action: ItemAction, reason: String, milliseconds: Double = 0) {
         itemKey = item.itemKey
         itemName = item.itemName
         line = item.line
@@ -160,7 +160,7 @@ public struct ItemLogEntry: Sendable, Codable {
         itemName = ""
         line = 0
         source = ""
-        action = "removed"
+        action = .removed
         reason = "not in the manifest"
         milliseconds = 0
     }

@@ -4,8 +4,7 @@ import Synchronization
 extension ProcessMemory {
     /// The current resident set size of process `pid` in bytes (from /proc/PID/statm), or 0.
     public static func residentBytes(pid: pid_t) -> Int {
-        let fd = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
+        guard let fd = FileDescriptor.open("/proc/\(pid)/statm", O_RDONLY) else { return 0 }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 128)
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 127) }

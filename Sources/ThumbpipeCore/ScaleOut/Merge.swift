@@ -150,25 +150,25 @@ public enum Merge {
     /// - Returns: true when linked.
     static func place(_ source: String, at target: String) throws -> Bool {
         // The file the source names, and the source itself (a symlink or not).
-        var named = stat()
-        var own = stat()
-        guard stat(source, &named) == 0, lstat(source, &own) == 0 else {
+        guard let named = FileInfo(path: source), let own = FileInfo(path: source, followingLinks: false) else {
             throw ThumbpipeError(.noInput, "\(source): cannot read: \(ThumbpipeError.errnoText())")
         }
-        guard (named.st_mode & S_IFMT) == S_IFREG else {
+        guard named.kind == .regular else {
             throw ThumbpipeError(.dataError, "\(source): not a regular file; a store file must be one")
         }
-        var existing = stat()
-        if lstat(target, &existing) == 0, named.st_dev == existing.st_dev, named.st_ino == existing.st_ino {
+        if let existing = FileInfo(path: target, followingLinks: false), named.device == existing.device,
+            named.inode == existing.inode
+        {
             return true  // already this very file (done before, or in place)
         }
         let folder = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let path = TemporaryFile.name(in: folder)
         // Only a regular file is linked: link(2) on a symlink links the symlink
         // itself, and a relative one would then name another file from here.
-        if (own.st_mode & S_IFMT) == S_IFREG && link(source, path) == 0 {
-            let renamed = rename(path, target) == 0
-            let reason = ThumbpipeError.errnoText()
+        if own.kind == .regular && link(source, path) == 0 {
+            let failed = FileDescriptor.rename(path, to: target)
+            let renamed = failed == nil
+            let reason = ThumbpipeError.errnoText(failed ?? 0)
             // rename between two links of one file succeeds and does nothing: never leave the temporary.
             unlink(path)
             if !renamed { throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(reason)") }

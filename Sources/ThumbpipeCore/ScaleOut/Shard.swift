@@ -85,7 +85,7 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     public static func fingerprint(_ settings: PipelineSettings) -> String {
         ContentHash.hex(
             IncrementalPlan.thumbnailFingerprint(settings) + IncrementalPlan.storeFingerprint(settings)
-                + settings.archive.className + "|" + settings.archive.fileName)
+                + settings.fingerprintText(of: .archive))
     }
 
     /// Writes the file atomically.
@@ -101,13 +101,12 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     ///   when the file is not a valid shard description (with the reason).
     public static func read(from folder: String) throws -> ShardInfo {
         let path = Self.path(in: folder)
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+        guard let info = FileInfo(path: path) else {
             throw ThumbpipeError(
                 .noInput, "\(folder): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)")
         }
         // Eight bytes a position at most, for the largest manifest thumbpipe takes.
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 8 * Self.maxItems + 65_536,
+        guard info.kind == .regular, info.size <= 8 * Self.maxItems + 65_536,
             let data = FileManager.default.contents(atPath: path)
         else {
             throw ThumbpipeError(.dataError, "\(path): not a valid shard description (not a regular file of sane size)")

@@ -19,8 +19,7 @@ extension BatchRunner {
         var failedAt: [Int: FailureRecord] = [:]
         for position in plan.keptFailures {
             let item = manifest.items[position]
-            guard let recorded = try state.record(forKey: item.itemKey)?.failure else { continue }
-            let failure = ItemFailure(recorded: recorded)
+            guard let failure = try state.record(forKey: item.itemKey)?.failure else { continue }
             var record = FailureRecord(
                 line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                 stage: failure.stage, message: failure.message)
@@ -35,11 +34,11 @@ extension BatchRunner {
                 let item = manifest.items[position]
                 if let failure = failedAt[position] {
                     onItem(
-                        ItemLogEntry(item, action: "failed", reason: "\(failure.stage.rawValue): \(failure.message)"))
+                        ItemLogEntry(item, action: .failed, reason: "\(failure.stage.rawValue): \(failure.message)"))
                 } else {
                     onItem(
                         ItemLogEntry(
-                            item, action: "unchanged", reason: item.imagePath == nil ? "no image" : "unchanged"))
+                            item, action: .unchanged, reason: item.imagePath == nil ? "no image" : "unchanged"))
                 }
             }
         }

@@ -322,14 +322,10 @@ public final class BatchRunner: Sendable {
 
     /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
     private func reusedThumbnail(_ item: ManifestItem, previous: ItemRecord) -> Result<Data, ItemFailure> {
-        if let recorded = previous.failure { return .failure(ItemFailure(recorded: recorded)) }
+        if let recorded = previous.failure { return .failure(recorded) }
         if let png = try? state?.thumbnail(forKey: item.itemKey) { return .success(png) }
         return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
     }
 
-    static func modificationDate(_ path: String) -> Date? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
-    }
+    static func modificationDate(_ path: String) -> Date? { FileInfo(path: path)?.modificationDate }
 }

@@ -11,7 +11,7 @@ public struct FailureRecord: Sendable, Codable {
     /// The image path as the manifest wrote it.
     public var source: String
     /// The stage that failed.
-    public var stage: Stage
+    public var stage: FailureStage
     /// Why.
     public var message: String
     /// Its source is missing and its last good outputs were kept (a failure of
@@ -21,7 +21,7 @@ public struct FailureRecord: Sendable, Codable {
     /// for a kept item, its source was already missing): no news for a nightly job.
     public var known: Bool? = nil
 
-    public init(line: Int, itemKey: String, itemName: String, source: String, stage: Stage, message: String) {
+    public init(line: Int, itemKey: String, itemName: String, source: String, stage: FailureStage, message: String) {
         self.line = line
         self.itemKey = itemKey
         self.itemName = itemName

@@ -15,6 +15,23 @@ public enum ItemClass: String, Sendable, CaseIterable {
     case kept
 }
 
+/// What a run did with one item, as `--log`, the dry run and the report name it:
+/// its plan's class, or `failed`.
+public enum ItemAction: String, Sendable, Codable, CaseIterable {
+    case new, changed, unchanged, removed, kept, failed
+
+    /// The action of an item that went as its plan said.
+    public init(_ itemClass: ItemClass) {
+        switch itemClass {
+        case .new: self = .new
+        case .changed: self = .changed
+        case .unchanged: self = .unchanged
+        case .removed: self = .removed
+        case .kept: self = .kept
+        }
+    }
+}
+
 /// Why an item is in its class, for `--dry-run`: a few bits instead of a string per item.
 public struct WorkReasons: OptionSet, Sendable {
     public let rawValue: UInt16
@@ -93,16 +110,14 @@ public struct IncrementalPlan: Sendable {
         return result
     }
 
-    /// The fingerprint of what shapes a thumbnail: its settings and the versions
-    /// of the code that makes it (``OutputVersions``).
+    /// The fingerprint of what shapes a thumbnail: every setting that shapes it
+    /// (``SettingDescription/shapes``) and the versions of the code that makes it
+    /// (``OutputVersions``).
     public static func thumbnailFingerprint(_ settings: PipelineSettings, versions: OutputVersions = .current)
         -> String
     {
-        let t = settings.thumbnail
-        let l = settings.limits
-        return ContentHash.hex(
-            "thumbnail|v\(versions.thumbnail)|vips \(versions.libvips)|\(t.pixelWidth)x\(t.pixelHeight)|r\(t.pixelRadius)|\(t.format)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
-        )
+        ContentHash.hex(
+            "thumbnail|v\(versions.thumbnail)|vips \(versions.libvips)|\(settings.fingerprintText(of: .thumbnail))")
     }
 
     /// The fingerprint of the archive a run of `manifest` writes: every field of
@@ -118,7 +133,7 @@ public struct IncrementalPlan: Sendable {
         }
         add(thumbnailFingerprint(settings))
         add(storeFingerprint(settings))
-        add(settings.archive.className)
+        add(settings.fingerprintText(of: .archive))
         add(String(manifest.modificationDate.timeIntervalSince1970))
         // The packed items: every field of every item, in order.
         manifest.items.withPackedBytes { hash.update($0) }
@@ -130,22 +145,17 @@ public struct IncrementalPlan: Sendable {
         removed.isEmpty && work.allSatisfy { $0.itemClass == .unchanged && $0.restamp == nil }
     }
 
-    /// The fingerprint a failed item is recorded with: every limit that can make
-    /// an item fail. A failure is kept while the source and these stay the same.
+    /// The fingerprint a failed item is recorded with: what shapes its thumbnail
+    /// and every limit that can make it fail. A failure is kept while the source
+    /// and these stay the same.
     public static func failureFingerprint(_ settings: PipelineSettings) -> String {
-        let l = settings.limits
-        return ContentHash.hex(
-            "failure|\(thumbnailFingerprint(settings))|\(l.timeoutSeconds)|\(l.workerMemoryBytes)")
+        ContentHash.hex("failure|\(thumbnailFingerprint(settings))|\(settings.fingerprintText(of: .failure))")
     }
 
-    /// The fingerprint of what shapes a store file: its settings and the versions
-    /// of the code that makes it (``OutputVersions``).
+    /// The fingerprint of what shapes a store file: every setting that shapes it
+    /// and the versions of the code that makes it (``OutputVersions``).
     public static func storeFingerprint(_ settings: PipelineSettings, versions: OutputVersions = .current) -> String {
-        let s = settings.store
-        let l = settings.limits
-        return ContentHash.hex(
-            "store|v\(versions.store)|vips \(versions.libvips)|\(s.format)|q\(s.vipsQuality)|\(s.orientation.rawValue)|\(s.keepMetadata)|\(s.optimizeCoding)|\(l.failOn.rawValue)|\(l.maxPixels)|\(l.maxFileBytes)|\(l.formats.joined(separator: ","))"
-        )
+        ContentHash.hex("store|v\(versions.store)|vips \(versions.libvips)|\(settings.fingerprintText(of: .store))")
     }
 
     /// Classifies every item against the state of the previous run: one
@@ -238,7 +248,7 @@ public struct IncrementalPlan: Sendable {
             var needsStore: Bool
             if previous.failure != nil {
                 // A failure is kept while neither its source nor the limits change.
-                let retry = previous.thumbnailFingerprint != failureFP
+                let retry = previous.failureFingerprint != failureFP
                 if retry { reasons.insert(.limitsChanged) }
                 needsThumbnail = retry
                 needsStore = retry

@@ -201,7 +201,7 @@ struct ItemLedger: Sendable {
             }
             if logs {
                 finished.log = ItemLogEntry(
-                    item, action: work?.itemClass.rawValue ?? "new", reason: work?.reason ?? "no image")
+                    item, action: ItemAction(work?.itemClass ?? .new), reason: work?.reason ?? "no image")
             }
             return Settlement(finished: finished, deletesStore: false)
         }
@@ -224,8 +224,8 @@ struct ItemLedger: Sendable {
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
         if logs {
             finished.log = ItemLogEntry(
-                item, action: failure == nil ? work?.itemClass.rawValue ?? "new" : "failed",
-                reason: failure?.recorded ?? work?.reason ?? "new",
+                item, action: failure == nil ? ItemAction(work?.itemClass ?? .new) : .failed,
+                reason: failure?.line ?? work?.reason ?? "new",
                 milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
         }
         if let failure {
@@ -306,7 +306,7 @@ struct ItemLedger: Sendable {
         }
         if logs {
             finished.log = ItemLogEntry(
-                item, action: ItemClass.kept.rawValue, reason: "source missing since \(ISO8601Format.string(since))")
+                item, action: .kept, reason: "source missing since \(ISO8601Format.string(since))")
         }
         return Settlement(finished: finished, deletesStore: false)
     }
@@ -337,11 +337,11 @@ struct ItemLedger: Sendable {
             itemKey: item.itemKey, sourcePath: item.imagePath ?? "", sourceSize: source?.size ?? -1,
             sourceModified: source?.modified ?? -1,
             sourceHash: outcome?.sourceHash ?? (work?.sourceUnchanged == true ? previous?.sourceHash : nil) ?? "",
-            thumbnailFingerprint: failure != nil ? fingerprints.failure : fingerprints.thumbnail,
+            thumbnailFingerprint: failure != nil ? "" : fingerprints.thumbnail,
             storeFingerprint: fingerprints.store,
             dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
             storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
-            failure: failure?.recorded,
-            seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0)
+            failure: failure, seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0,
+            failureFingerprint: failure != nil ? fingerprints.failure : "")
     }
 }

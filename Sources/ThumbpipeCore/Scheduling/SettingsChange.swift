@@ -19,10 +19,12 @@ public struct SettingsChange: Sendable, Equatable {
         lastRunOf state: RunState?, to settings: PipelineSettings, plan: IncrementalPlan
     ) throws -> SettingsChange? {
         guard let state, let recorded = try state.meta(metaKey),
-            let before = try? JSONParser.parse(Array(recorded.utf8)),
-            let after = try? JSONParser.parse([UInt8](try settings.pipelineFileJSON()))
+            let before = PipelineSettings(recorded: recorded)
         else { return nil }
-        let differences = Self.differences(before, after, prefix: "")
+        let after = settings.summary
+        let differences = zip(before.summary, after).compactMap { old, new in
+            old.value == new.value ? nil : "\(new.key) \(old.value) → \(new.value)"
+        }
         guard !differences.isEmpty else { return nil }
         var change = SettingsChange(differences: differences, thumbnailsRedone: 0, storeFilesRedone: 0)
         for work in plan.work {
@@ -46,34 +48,17 @@ public struct SettingsChange: Sendable, Equatable {
         return "settings changed since the last run: \(differences.joined(separator: ", "))"
             + (redone.isEmpty ? "" : "; \(redone.joined(separator: " and ")) will be redone")
     }
+}
 
-    private static func differences(_ a: JSONValue, _ b: JSONValue, prefix: String) -> [String] {
-        guard case .object(let x, _) = a, case .object(let y, _) = b else {
-            return a == b ? [] : ["\(prefix) \(text(a)) → \(text(b))"]
-        }
-        var result: [String] = []
-        let keys = Set(x.map(\.key)).union(y.map(\.key)).subtracting(["name"]).sorted()
-        for key in keys {
-            let path = prefix.isEmpty ? key : prefix + "." + key
-            let (left, right) = (a[key] ?? .null, b[key] ?? .null)
-            if case .object = left, case .object = right {
-                result += differences(left, right, prefix: path)
-            } else if left != right {
-                result.append("\(path) \(text(left)) → \(text(right))")
-            }
-        }
-        return result
-    }
-
-    private static func text(_ value: JSONValue) -> String {
-        switch value {
-        case .null: "(unset)"
-        case .bool(let b): b ? "true" : "false"
-        case .number(let n):
-            Double(n).map { $0 == $0.rounded() && abs($0) < 1e15 ? String(Int64($0)) : String($0) } ?? n
-        case .string(let s): s
-        case .array(let items): items.map(text).joined(separator: ",")
-        case .object: "{…}"
+extension PipelineSettings {
+    /// The settings a state recorded (a pipeline file's JSON): every setting it
+    /// names that this thumbpipe knows; nil when it is not such JSON.
+    init?(recorded: String) {
+        guard case .object(let sections, _)? = try? JSONParser.parse(Array(recorded.utf8)) else { return nil }
+        self.init()
+        for section in sections {
+            guard case .object(let members, _) = section.value else { continue }
+            for member in members { try? set("\(section.key).\(member.key)", member.value, at: "state") }
         }
     }
 }

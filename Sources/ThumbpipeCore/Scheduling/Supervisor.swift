@@ -140,7 +140,7 @@ final class Supervisor: Sendable {
         hello = try WorkerProtocol.encode(
             WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder, workFolder: work, sandbox: sandbox))
         var environment = VipsModules.workerEnvironment(
-            allowing: settings.limits.formats.compactMap(ImageFormat.init(rawValue:)))
+            allowing: settings.limits.formats)
         // libvips spills large images where the sandbox lets the worker write.
         environment["TMPDIR"] = work
         self.environment = environment
@@ -193,7 +193,7 @@ final class Supervisor: Sendable {
                 job: job, message: Data(),
                 ready: ItemOutcome(
                     failure: ItemFailure(
-                        .decode, "decoder crashed on this source earlier in the run (\(earlier)); not retried",
+                        .crash, "decoder crashed on this source earlier in the run (\(earlier)); not retried",
                         transient: true)))
         }
         if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
@@ -233,7 +233,7 @@ final class Supervisor: Sendable {
                 // It died between jobs (or at start): replace it once.
                 retire(slot, worker)
                 if attempt == 0 { continue }
-                return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started", transient: true))
+                return ItemOutcome(failure: ItemFailure(.worker, "the worker could not be started", transient: true))
             }
             // The worker starts this job once it has answered the one before.
             let started = max(ticket.sentAt, queue.lastReply)
@@ -244,7 +244,7 @@ final class Supervisor: Sendable {
                 guard let outcome = try? WorkerProtocol.decode(ItemOutcome.self, data) else {
                     retire(slot, worker)
                     return ItemOutcome(
-                        failure: ItemFailure(.decode, "the worker sent an unreadable reply", transient: true))
+                        failure: ItemFailure(.worker, "the worker sent an unreadable reply", transient: true))
                 }
                 peaks.withLock { $0[slot] = max($0[slot] ?? 0, outcome.peakRSSBytes) }
                 return outcome
@@ -254,7 +254,7 @@ final class Supervisor: Sendable {
                 unlink(job.temporaryPath)
                 return ItemOutcome(
                     failure: ItemFailure(
-                        .decode,
+                        .timeout,
                         "timed out after \(Self.seconds(timeoutSeconds)) s (limits.timeoutSeconds); the worker was stopped",
                         transient: true))
             case .closed:
@@ -262,10 +262,10 @@ final class Supervisor: Sendable {
                 unlink(job.temporaryPath)
                 if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
                 crashed.withLock { $0[job.source] = how }
-                return ItemOutcome(failure: ItemFailure(.decode, "decoder crashed (\(how))", transient: true))
+                return ItemOutcome(failure: ItemFailure(.crash, "decoder crashed (\(how))", transient: true))
             }
         }
-        return ItemOutcome(failure: ItemFailure(.decode, "the worker could not be started", transient: true))
+        return ItemOutcome(failure: ItemFailure(.worker, "the worker could not be started", transient: true))
     }
 
     /// Kills every worker at once (from a signal handler's thread).

@@ -15,7 +15,7 @@ public enum Worker {
     /// Prints this process's address space (bytes) after starting libvips as a worker does.
     public static func printFootprint() -> Int32 {
         do {
-            try Vips.restrictLoaders(to: ImageFormat.photoFormats)
+            try Vips.restrictLoaders(to: ImageFormats(ImageFormat.photoFormats))
         } catch {
             return 70
         }
@@ -67,7 +67,7 @@ public enum Worker {
         else { return 70 }
         let limits = hello.settings.limits
         do {
-            try Vips.restrictLoaders(to: limits.formats.compactMap(ImageFormat.init(rawValue:)))
+            try Vips.restrictLoaders(to: limits.formats)
         } catch {
             FileHandle.standardError.write(Data("thumbpipe worker: \(error)\n".utf8))
             return 70
@@ -196,10 +196,10 @@ public enum Worker {
             execv("/bin/true", arguments)
             refused.append("exec /bin/true: \(ThumbpipeError.errnoText())")
             if escaped.isEmpty {
-                return ItemFailure(.decode, "the sandbox refused every escape: \(refused.joined(separator: "; "))")
+                return ItemFailure(.sandbox, "the sandbox refused every escape: \(refused.joined(separator: "; "))")
             }
             return ItemFailure(
-                .decode,
+                .sandbox,
                 "escaped the sandbox: \(escaped.joined(separator: "; ")) (refused: \(refused.joined(separator: "; ")))")
         }
     }

@@ -40,16 +40,8 @@ enum WorkerProtocol {
         let count = UInt32(payload.count)
         var frame = Data([UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)])
         frame.append(payload)
-        try frame.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw ThumbpipeError(.ioError, "worker pipe: \(ThumbpipeError.errnoText())")
-                }
-                offset += n
-            }
+        if let code = frame.withUnsafeBytes({ FileDescriptor.writeAll(fd, $0) }) {
+            throw ThumbpipeError(.ioError, "worker pipe: \(ThumbpipeError.errnoText(code))")
         }
     }
 
@@ -86,12 +78,10 @@ enum WorkerProtocol {
                 if ready < 0 && errno != EINTR { return .closed }
                 if ready <= 0 { continue }
             }
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset, count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .closed
+            let n = buffer.withUnsafeMutableBytes {
+                FileDescriptor.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[offset..<count]))
             }
-            if n == 0 { return .closed }
+            if n <= 0 { return .closed }
             offset += n
         }
         return .message(Data())

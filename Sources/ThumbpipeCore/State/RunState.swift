@@ -11,7 +11,8 @@ public struct ItemRecord: Sendable, Equatable {
     public var sourceModified: Int64
     /// XXH64 of the source's bytes.
     public var sourceHash: String
-    /// Fingerprints of the settings that shaped the thumbnail and the store file.
+    /// Fingerprints of the settings that shaped the thumbnail and the store file
+    /// ("" for the thumbnail of a failed item).
     public var thumbnailFingerprint: String
     public var storeFingerprint: String
     /// The date the item was archived with (EXIF or file time), seconds since 1970.
@@ -20,13 +21,17 @@ public struct ItemRecord: Sendable, Equatable {
     public var storeSize: Int64
     public var storeModified: Int64
     public var storeHash: String
-    /// `stage: message` when the item failed.
-    public var failure: String?
+    /// Why the item failed, when it did (a failure of the source: circumstances
+    /// of a run are never recorded).
+    public var failure: ItemFailure?
     /// How long the item took, in seconds (for the time a re-run saves).
     public var seconds: Double
     /// Since when (seconds since 1970) its source has been missing while its last
     /// good outputs are kept; nil while the source is there.
     public var missingSince: Double? = nil
+    /// The limits a failure was met under (``IncrementalPlan/failureFingerprint(_:)``):
+    /// it is kept while they and the source stay the same.
+    public var failureFingerprint = ""
 }
 
 /// The incremental-run state in `OUT/.thumbpipe/state.sqlite` (SQLite, WAL):
@@ -35,13 +40,16 @@ public struct ItemRecord: Sendable, Equatable {
 /// Rows are committed as items finish, so a killed run resumes where it stopped.
 public final class RunState: @unchecked Sendable {
     /// The schema version this thumbpipe reads and writes.
-    /// 2 added `missing_since` (a source missing while its outputs are kept); a
-    /// version 1 state is upgraded in place when opened for writing.
-    public static let schemaVersion: Int64 = 2
+    /// 2 added `missing_since` (a source missing while its outputs are kept); 3
+    /// stores a failure structured (`failure_stage`, `failure` its message, and
+    /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`).
+    /// An older state is upgraded in place when opened for writing, and read as it
+    /// is when opened read-only (a dry run).
+    public static let schemaVersion: Int64 = 3
     private let database: SQLiteDatabase
     private let lock = NSLock()
-    /// The state has `missing_since` (schema 2; a read-only schema 1 state has not).
-    private let hasMissingSince: Bool
+    /// The schema of the rows as they are on disk (older only when opened read-only).
+    private let rowSchema: Int64
 
     /// The state file of an output folder.
     public static func path(in folder: String) -> String { folder + "/.thumbpipe/state.sqlite" }
@@ -59,8 +67,8 @@ public final class RunState: @unchecked Sendable {
                 "\(database.path): written by a newer thumbpipe (state schema \(version); this one reads \(Self.schemaVersion)); run that version, or use a new output folder"
             )
         }
-        // Written, a schema 1 state is upgraded below; read, it is read as it is.
-        hasMissingSince = !(readOnly && version == 1)
+        // Written, an older state is upgraded below; read, it is read as it is.
+        rowSchema = readOnly && version > 0 ? version : Self.schemaVersion
         guard !readOnly else { return }
         try database.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         if version == 0 {
@@ -81,13 +89,14 @@ public final class RunState: @unchecked Sendable {
                     failure TEXT,
                     seconds REAL NOT NULL,
                     thumbnail BLOB,
-                    missing_since REAL
+                    missing_since REAL,
+                    failure_stage TEXT,
+                    failure_fingerprint TEXT NOT NULL DEFAULT ''
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
-        } else if version == 1 {
-            try database.execute(
-                "ALTER TABLE items ADD COLUMN missing_since REAL; PRAGMA user_version = \(Self.schemaVersion);")
+        } else if version < Self.schemaVersion {
+            try database.execute(Self.upgrade(from: version))
         }
         // Facts about the run as a whole (the archive it wrote); readers that do not know it ignore it.
         try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -95,6 +104,35 @@ public final class RunState: @unchecked Sendable {
         // the transaction begins, not on its first write after reads, where another
         // process's lock would fail it at once.
         try database.execute("BEGIN IMMEDIATE")
+    }
+
+    /// The statements that bring rows of schema `version` to ``schemaVersion``, in one
+    /// transaction: a killed upgrade leaves the old state as it was.
+    static func upgrade(from version: Int64) -> String {
+        var steps = ["BEGIN IMMEDIATE;"]
+        if version < 2 { steps.append("ALTER TABLE items ADD COLUMN missing_since REAL;") }
+        if version < 3 {
+            // `stage: message` split into its parts (a stage not known is a decode
+            // failure, as schema 2 read it); the failure's fingerprint moves out of
+            // the thumbnail's.
+            steps.append(
+                """
+                ALTER TABLE items ADD COLUMN failure_stage TEXT;
+                ALTER TABLE items ADD COLUMN failure_fingerprint TEXT NOT NULL DEFAULT '';
+                UPDATE items SET
+                    failure_stage = CASE WHEN instr(failure, ':') > 1
+                        AND substr(failure, 1, instr(failure, ':') - 1) IN (\(FailureStage.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))
+                        THEN substr(failure, 1, instr(failure, ':') - 1) ELSE 'decode' END,
+                    failure = CASE WHEN instr(failure, ':') > 1
+                        AND substr(failure, 1, instr(failure, ':') - 1) IN (\(FailureStage.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))
+                        THEN trim(substr(failure, instr(failure, ':') + 1)) ELSE failure END,
+                    failure_fingerprint = thumbnail_fingerprint,
+                    thumbnail_fingerprint = ''
+                WHERE failure IS NOT NULL;
+                """)
+        }
+        steps.append("PRAGMA user_version = \(schemaVersion); COMMIT;")
+        return steps.joined(separator: "\n")
     }
 
     /// A run-wide fact, e.g. the fingerprint of the archive last written.
@@ -123,17 +161,30 @@ public final class RunState: @unchecked Sendable {
                 """
                 SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                        store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
-                       \(hasMissingSince ? "missing_since" : "NULL")
+                       \(rowSchema >= 2 ? "missing_since" : "NULL"),
+                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint" : "NULL, NULL")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
-                result = ItemRecord(
+                var record = ItemRecord(
                     itemKey: row.text(0) ?? key, sourcePath: row.text(1) ?? "", sourceSize: row.integer(2),
                     sourceModified: row.integer(3), sourceHash: row.text(4) ?? "",
                     thumbnailFingerprint: row.text(5) ?? "", storeFingerprint: row.text(6) ?? "",
                     dateCreated: row.real(7), storeSize: row.integer(8), storeModified: row.integer(9),
-                    storeHash: row.text(10) ?? "", failure: row.text(11), seconds: row.real(12) ?? 0,
-                    missingSince: row.real(13))
+                    storeHash: row.text(10) ?? "", failure: nil, seconds: row.real(12) ?? 0,
+                    missingSince: row.real(13), failureFingerprint: row.text(15) ?? "")
+                if let message = row.text(11) {
+                    if self.rowSchema >= 3 {
+                        record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
+                    } else {
+                        // Schema 1 and 2, read as they are: `stage: message`, and the
+                        // failure's fingerprint where the thumbnail's is.
+                        record.failure = ItemFailure(legacy: message)
+                        record.failureFingerprint = record.thumbnailFingerprint
+                        record.thumbnailFingerprint = ""
+                    }
+                }
+                result = record
             }
         }
         return result
@@ -174,15 +225,20 @@ public final class RunState: @unchecked Sendable {
         try lock.withLock {
             try database.query(
                 """
-                INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO items (
+                    item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
+                    store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
+                    thumbnail, missing_since, failure_stage, failure_fingerprint
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
                     .integer(record.sourceModified), .text(record.sourceHash), .text(record.thumbnailFingerprint),
                     .text(record.storeFingerprint), record.dateCreated.map { .real($0) } ?? .null,
                     .integer(record.storeSize), .integer(record.storeModified), .text(record.storeHash),
-                    record.failure.map { .text($0) } ?? .null, .real(record.seconds),
+                    record.failure.map { .text($0.message) } ?? .null, .real(record.seconds),
                     thumbnail.map { .blob($0) } ?? .null, record.missingSince.map { .real($0) } ?? .null,
+                    record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
@@ -221,14 +277,13 @@ struct FileStamp: Equatable, Codable, Sendable {
     }
 
     init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let info = FileInfo(path: path), info.kind == .regular else { return nil }
         self.init(info)
     }
 
     /// The stamp of a file already stat'ed.
-    init(_ info: stat) {
-        size = Int64(info.st_size)
-        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    init(_ info: FileInfo) {
+        size = info.size
+        modified = info.modified
     }
 }

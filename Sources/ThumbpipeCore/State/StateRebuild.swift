@@ -40,7 +40,7 @@ public enum StateRebuild {
         if OutputGuard.exists(statePath) {
             let aside = statePath + ".damaged"
             for suffix in ["", "-wal", "-shm"] where OutputGuard.exists(statePath + suffix) {
-                guard rename(statePath + suffix, aside + suffix) == 0 else {
+                guard FileDescriptor.rename(statePath + suffix, to: aside + suffix) == nil else {
                     throw ThumbpipeError(
                         .cannotCreate, "\(statePath + suffix): cannot move aside: \(ThumbpipeError.errnoText())")
                 }
@@ -97,8 +97,7 @@ public enum StateRebuild {
 
     /// The stamp of a regular file at `path` itself (a symlink there is not adopted).
     private static func regularFile(_ path: String) -> FileStamp? {
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let info = FileInfo(path: path, followingLinks: false), info.kind == .regular else { return nil }
         return FileStamp(info)
     }
 }

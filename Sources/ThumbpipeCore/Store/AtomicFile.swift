@@ -22,10 +22,10 @@ public final class TemporaryFile: @unchecked Sendable {
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
     public init(in folder: String) throws {
         path = Self.name(in: folder)
-        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if descriptor < 0 {
+        guard let fd = FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL) else {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }
+        descriptor = fd
     }
 
     /// Creates the empty temporary file at `path`, a name the caller chose
@@ -33,10 +33,10 @@ public final class TemporaryFile: @unchecked Sendable {
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
     public init(path: String) throws {
         self.path = path
-        descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if descriptor < 0 {
+        guard let fd = FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL) else {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }
+        descriptor = fd
     }
 
     /// A fresh temporary name in `folder`, of fixed length whatever the final
@@ -89,8 +89,8 @@ public final class TemporaryFile: @unchecked Sendable {
             if code == EEXIST { return false }
             throw ThumbpipeError(.ioError, "\(finalPath): cannot put into place: \(ThumbpipeError.errnoText(code))")
         }
-        if rename(temporaryPath, finalPath) != 0 {
-            let reason = ThumbpipeError.errnoText()
+        if let code = FileDescriptor.rename(temporaryPath, to: finalPath) {
+            let reason = ThumbpipeError.errnoText(code)
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
         }
@@ -119,8 +119,8 @@ public final class TemporaryFile: @unchecked Sendable {
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
     public func commit(to finalPath: String, sync: Bool = true) throws {
         defer { if descriptor >= 0 { discard() } }
-        if sync && fsync(descriptor) != 0 {
-            throw ThumbpipeError(.ioError, "\(path): flush failed: \(ThumbpipeError.errnoText())")
+        if sync, let code = FileDescriptor.sync(descriptor) {
+            throw ThumbpipeError(.ioError, "\(path): flush failed: \(ThumbpipeError.errnoText(code))")
         }
         let fd = descriptor
         descriptor = -1
@@ -128,8 +128,8 @@ public final class TemporaryFile: @unchecked Sendable {
             unlink(path)
             throw ThumbpipeError(.ioError, "\(path): close failed: \(ThumbpipeError.errnoText())")
         }
-        if rename(path, finalPath) != 0 {
-            let reason = ThumbpipeError.errnoText()
+        if let code = FileDescriptor.rename(path, to: finalPath) {
+            let reason = ThumbpipeError.errnoText(code)
             unlink(path)
             throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
         }
@@ -164,10 +164,9 @@ public final class TemporaryFile: @unchecked Sendable {
 
     /// Opens `path` with `flags` and fsyncs it: nil when done, else why not.
     private static func flush(_ path: String, flags: Int32) -> String? {
-        let fd = open(path, flags | O_CLOEXEC)
-        guard fd >= 0 else { return ThumbpipeError.errnoText() }
+        guard let fd = FileDescriptor.open(path, flags) else { return ThumbpipeError.errnoText() }
         defer { close(fd) }
-        return fsync(fd) == 0 ? nil : ThumbpipeError.errnoText()
+        return FileDescriptor.sync(fd).map { ThumbpipeError.errnoText($0) }
     }
 
     /// Removes temporaries a killed run left in `folder`.

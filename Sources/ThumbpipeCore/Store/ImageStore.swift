@@ -58,12 +58,12 @@ public struct ImageStore: Sendable {
                         .ioError,
                         "\(file.path): write failed: disk full, file size limit or I/O error (\(error.message))")
                 }
-                throw Decode.failure(error, format: decoded.header.format, stage: .store)
+                throw ItemFailure(error, format: decoded.header.format, stage: .store)
             }
             return file
         } catch let error as VipsError {
             file.discard()
-            throw Decode.failure(error, format: decoded.header.format, stage: .store)
+            throw ItemFailure(error, format: decoded.header.format, stage: .store)
         } catch {
             file.discard()
             throw error

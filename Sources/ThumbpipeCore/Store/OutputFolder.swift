@@ -25,8 +25,7 @@ public final class OutputLock: Sendable {
 
     private init(folder: String, shared: Bool) throws {
         let meta = folder + "/.thumbpipe"
-        let fd = open(meta, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else {
+        guard let fd = FileDescriptor.open(meta, O_RDONLY | O_DIRECTORY) else {
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(ThumbpipeError.errnoText())")
         }
         if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
@@ -99,10 +98,9 @@ public enum OutputGuard {
 
     /// Notes that the store file `key` is about to be written.
     static func claim(_ key: String, in folder: String) {
-        let fd = open(claimsPath(folder), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
+        guard let fd = FileDescriptor.open(claimsPath(folder), O_WRONLY | O_CREAT | O_APPEND) else { return }
         let line = Array((key + "\n").utf8)
-        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        _ = line.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
         close(fd)
     }
 
@@ -178,8 +176,7 @@ public enum OutputGuard {
 
     /// Whether a name exists at all (a dangling symlink included).
     static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
+        FileInfo(path: path, followingLinks: false) != nil
     }
 
     /// The canonical path of an existing file, or nil.

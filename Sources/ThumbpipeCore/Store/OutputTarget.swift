@@ -49,21 +49,21 @@ public struct OutputTarget: Sendable, Equatable {
         var path = given
         // A symlink whose file does not exist yet is followed to where it points.
         for _ in 0..<8 {
-            var link = stat()
-            var info = stat()
-            guard lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK, stat(path, &info) != 0 else { break }
+            guard FileInfo(path: path, followingLinks: false)?.kind == .symlink, FileInfo(path: path) == nil else {
+                break
+            }
             guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { break }
             path =
                 destination.hasPrefix("/")
                 ? destination
                 : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(destination).path
         }
-        var info = stat()
-        let exists = stat(path, &info) == 0
-        if exists {
-            switch info.st_mode & S_IFMT {
-            case S_IFDIR: throw ThumbpipeError(.usage, "\(option) \(given) is a folder; name a file")
-            case S_IFREG: break
+        let info = FileInfo(path: path)
+        let exists = info != nil
+        if let info {
+            switch info.kind {
+            case .directory: throw ThumbpipeError(.usage, "\(option) \(given) is a folder; name a file")
+            case .regular: break
             // /dev/stdout, a FIFO, a terminal: opened as named (a /proc link to a pipe has no real path).
             default: return OutputTarget(kind: .stream, path: path)
             }
@@ -83,7 +83,7 @@ public struct OutputTarget: Sendable, Equatable {
             }
             real = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
         }
-        if let what = protected.owner(of: real, info: exists ? info : nil) {
+        if let what = protected.owner(of: real, info: info) {
             throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
         }
         return OutputTarget(kind: .file, path: real)
@@ -110,9 +110,8 @@ public struct OutputTarget: Sendable, Equatable {
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be opened.
     public func open() throws -> Int32 {
         if kind == .standardOutput { return STDOUT_FILENO }
-        let flags = kind == .file ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_WRONLY | O_CLOEXEC
-        let fd = Glibc.open(path, flags, 0o644)
-        guard fd >= 0 else {
+        let flags = kind == .file ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY
+        guard let fd = FileDescriptor.open(path, flags) else {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot open for writing: \(ThumbpipeError.errnoText())")
         }
         return fd
@@ -160,7 +159,7 @@ public struct ProtectedPaths: Sendable {
     }
 
     /// What `real` (a real path; `info` its stat when it exists) belongs to, or nil.
-    func owner(of real: String, info: stat?) -> String? {
+    func owner(of real: String, info: FileInfo?) -> String? {
         for folder in folders where real == folder.path || real.hasPrefix(folder.path + "/") {
             return "inside \(folder.what) \(folder.path)"
         }
@@ -173,8 +172,8 @@ public struct ProtectedPaths: Sendable {
         }
         guard let info else { return nil }
         func same(_ path: String) -> Bool {
-            var other = stat()
-            return stat(path, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino
+            guard let other = FileInfo(path: path) else { return false }
+            return other.device == info.device && other.inode == info.inode
         }
         for file in files where same(file.path) { return file.what }
         let name = "/" + URL(fileURLWithPath: real).lastPathComponent

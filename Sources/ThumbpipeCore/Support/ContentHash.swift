@@ -83,11 +83,10 @@ public struct ContentHash {
     }
 
     /// The XXH64 of a file's contents as 16 hex digits, or nil when it cannot be
-    /// read. Reads in 1 MiB chunks (never maps the file: one truncated while it
+    /// read. Reads in 64 KB chunks (never maps the file: one truncated while it
     /// is read would raise SIGBUS).
     public static func file(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let fd = FileDescriptor.open(path, O_RDONLY) else { return nil }
         defer { close(fd) }
         var state = Streaming()
         // 64 KB: below malloc's mmap threshold (see ``Allocator``), so the same
@@ -95,11 +94,8 @@ public struct ContentHash {
         // page faults, each time (twice an item).
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
+            let n = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }
+            if n < 0 { return nil }
             if n == 0 { break }
             buffer.withUnsafeBytes { state.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// The loops every descriptor needs, written once: open, read and write
-/// through EINTR and short transfers.
+/// The POSIX calls thumbpipe makes on files, each written once (after
+/// swift-system's shape): open, read and write through EINTR and short
+/// transfers, fsync, rename, and `stat` as a value. Everything else calls these.
 public enum FileDescriptor {
     /// Opens `path` close-on-exec, retrying on EINTR.
     /// - Returns: the descriptor, or nil (errno says why).
@@ -10,6 +11,16 @@ public enum FileDescriptor {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             if fd >= 0 { return fd }
             if errno != EINTR { return nil }
+        }
+    }
+
+    /// Reads what is there, up to `buffer.count` bytes, retrying on EINTR.
+    /// - Returns: how many bytes were read (0 at the end), or -1 on an error (errno says why).
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            return n
         }
     }
 
@@ -40,4 +51,65 @@ public enum FileDescriptor {
         }
         return nil
     }
+
+    /// Flushes `fd` to the disk, retrying on EINTR.
+    /// - Returns: nil when flushed, else errno (EIO, ENOSPC: the data may be lost).
+    public static func sync(_ fd: Int32) -> Int32? {
+        while fsync(fd) != 0 {
+            if errno != EINTR { return errno }
+        }
+        return nil
+    }
+
+    /// Renames `from` to `to`, replacing what is there (a symlink included, never followed).
+    /// - Returns: nil when renamed, else errno.
+    public static func rename(_ from: String, to: String) -> Int32? {
+        Glibc.rename(from, to) == 0 ? nil : errno
+    }
+}
+
+/// What `stat`/`lstat` say of a path, as a value.
+public struct FileInfo: Sendable, Equatable {
+    /// What kind of file it is.
+    public enum Kind: Sendable, Equatable { case regular, directory, symlink, other }
+
+    public var kind: Kind
+    /// Size in bytes.
+    public var size: Int64
+    /// Modification time, nanoseconds since 1970.
+    public var modified: Int64
+    /// Device and inode: the file's identity (hard links share it).
+    public var device: UInt64
+    public var inode: UInt64
+
+    /// The file at `path`, symlinks followed (`stat`), or the link itself
+    /// (`followingLinks: false`, `lstat`); nil when there is none (errno says why).
+    public init?(path: String, followingLinks: Bool = true) {
+        var info = stat()
+        guard (followingLinks ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
+        self.init(info)
+    }
+
+    /// The file of an open descriptor (`fstat`).
+    public init?(descriptor: Int32) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
+        default: kind = .other
+        }
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+
+    /// The modification time as a date.
+    public var modificationDate: Date { Date(timeIntervalSince1970: Double(modified) / 1e9) }
 }

@@ -28,7 +28,7 @@ enum Vips {
     /// Restricts loading to `formats`: every other loader, and every operation
     /// libvips marks untrusted, is blocked in this process. JPEG stays loadable
     /// for reading back store files; sources are still checked against `formats`.
-    static func restrictLoaders(to formats: [ImageFormat]) throws {
+    static func restrictLoaders(to formats: ImageFormats) throws {
         try start()
         var classes = Set(formats.map(\.loaderClass))
         classes.insert(ImageFormat.jpeg.loaderClass)

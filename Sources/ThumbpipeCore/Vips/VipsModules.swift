@@ -18,7 +18,7 @@ enum VipsModules {
     /// system-owned module folder, so nobody else can add one there), and the
     /// chosen modules' paths in `THUMBPIPE_VIPS_MODULES`. Empty (libvips left to
     /// itself) when libvips has no module folder.
-    static func workerEnvironment(allowing allowed: [ImageFormat]) -> [String: String] {
+    static func workerEnvironment(allowing allowed: ImageFormats) -> [String: String] {
         // libvips's own answer (it honours a VIPSHOME the user set, and sets it
         // in this process's environment once it has guessed).
         guard let libdir = vips_guess_libdir("thumbpipe", "VIPSHOME").map({ String(cString: $0) }) else { return [:] }

@@ -1,0 +1,594 @@
+// CThumbKernels: thumbpipe's own pixel kernels, as libvips operations.
+//
+// Why this exists: three jobs need a loop over every pixel that no libvips
+// operation does, and that would cost a full image pass (or a libvips pipeline
+// build) if written in Swift over libvips's public calls:
+// - the thumbnail tap, a pass-through that box-sums the pixels the store's
+//   encoder pulls, so one decode feeds the store file and the thumbnail; and
+//   its Lanczos3 resample of the few thousand block means a thumbnail needs;
+// - the matrix/TRC ("shaper") conversion to sRGB, through tables, as lcms does it;
+// - pass-through clocks that time what lies upstream of them.
+// Each output image holds a reference to the state it reads or writes (the tap,
+// the tables, the clock), so nothing here lives by a caller's convention.
+#include "CThumbKernels.h"
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+// MARK: - The thumbnail tap
+
+struct CThumbKernelsTap {
+    gint refs;
+    int width, height, bands, factor;
+    int out_width, out_height; // the whole block grid
+    // The blocks the resample reads (its window and the filter's support):
+    // [bx0, bx0 + bw) × [by0, by0 + bh). Only these are summed.
+    int bx0, by0, bw, bh;
+    // The resample, fixed when the tap is made.
+    double hscale, vscale;
+    int left, top, rw, rh;
+    guint64 *sums;            // bw × bh × 4: Σ c·a for c = R, G, B, then Σ a
+    size_t sums_capacity;     // how many the array holds (a reused one may hold more)
+    unsigned char *rows_done; // per input row, once accumulated
+    unsigned char *pixels_done; // per input pixel of the window's rows, for rectangles that are not full rows
+    // 3-band images, full-width rows: per block row of the window, the column
+    // sums of its rows so far (one vectorisable add per byte) over the window's
+    // columns, folded into `sums` when the block row is whole. 16-bit sums while
+    // a block row cannot overflow them (factor ≤ 257), else 32-bit.
+    void **column_sums;
+    int *rows_in_block;
+    GMutex lock;
+};
+
+// The block sums of the last tap freed, kept for the next: a worker taps one
+// image after another, and a fresh array (about 1 MB for a 12 Mpx photo) is a
+// fresh mapping whose every page faults in again. Up to 32 MB is kept.
+G_LOCK_DEFINE_STATIC(spare_sums);
+static guint64 *spare_sums = NULL;
+static size_t spare_count = 0;
+#define SPARE_SUMS_MAX ((size_t)32 << 20)
+
+static guint64 *sums_new(size_t count, size_t *capacity) {
+    guint64 *sums = NULL;
+    G_LOCK(spare_sums);
+    if (spare_sums && spare_count >= count) {
+        sums = spare_sums;
+        *capacity = spare_count;
+        spare_sums = NULL;
+    }
+    G_UNLOCK(spare_sums);
+    if (!sums) {
+        *capacity = count;
+        return g_new0(guint64, count);
+    }
+    memset(sums, 0, count * sizeof(guint64));
+    return sums;
+}
+
+static void sums_free(guint64 *sums, size_t capacity) {
+    if (capacity * sizeof(guint64) <= SPARE_SUMS_MAX) {
+        G_LOCK(spare_sums);
+        if (!spare_sums || spare_count < capacity) {
+            guint64 *old = spare_sums;
+            spare_sums = sums;
+            spare_count = capacity;
+            sums = old;
+        }
+        G_UNLOCK(spare_sums);
+    }
+    g_free(sums);
+}
+
+// One axis of a resample: for each output position, the first input index and
+// `taps` normalised weights (indices past the edges clamped, as libvips's copy
+// extension does).
+typedef struct {
+    int taps;
+    int *first;      // per output position
+    double *weights; // per output position, `taps` weights
+} Axis;
+
+static Axis axis_new(double scale, int start, int count);
+static void axis_free(Axis *a);
+static inline int clamp_index(int i, int size) { return i < 0 ? 0 : i >= size ? size - 1 : i; }
+
+CThumbKernelsTap *CThumbKernels_tap_new(int width, int height, int bands, int factor, double hscale, double vscale,
+                                        int left, int top, int rw, int rh) {
+    if (width < 1 || height < 1 || (bands != 3 && bands != 4) || factor < 1 || rw < 1 || rh < 1 ||
+        !(hscale > 0) || !(vscale > 0))
+        return NULL;
+    CThumbKernelsTap *tap = g_new0(CThumbKernelsTap, 1);
+    tap->refs = 1;
+    tap->width = width;
+    tap->height = height;
+    tap->bands = bands;
+    tap->factor = factor;
+    tap->out_width = (width + factor - 1) / factor;
+    tap->out_height = (height + factor - 1) / factor;
+    tap->hscale = hscale;
+    tap->vscale = vscale;
+    tap->left = left;
+    tap->top = top;
+    tap->rw = rw;
+    tap->rh = rh;
+    // The blocks the resample reads: from its first output's first tap to its
+    // last output's last, clamped to the grid as the resample clamps them.
+    Axis ax = axis_new(hscale, left, rw), ay = axis_new(vscale, top, rh);
+    tap->bx0 = clamp_index(ax.first[0], tap->out_width);
+    tap->bw = clamp_index(ax.first[rw - 1] + ax.taps - 1, tap->out_width) - tap->bx0 + 1;
+    tap->by0 = clamp_index(ay.first[0], tap->out_height);
+    tap->bh = clamp_index(ay.first[rh - 1] + ay.taps - 1, tap->out_height) - tap->by0 + 1;
+    axis_free(&ax);
+    axis_free(&ay);
+    tap->sums = sums_new((size_t)tap->bw * tap->bh * 4, &tap->sums_capacity);
+    tap->rows_done = g_new0(unsigned char, height);
+    tap->column_sums = g_new0(void *, tap->bh);
+    tap->rows_in_block = g_new0(int, tap->bh);
+    g_mutex_init(&tap->lock);
+    return tap;
+}
+
+CThumbKernelsTap *CThumbKernels_tap_ref(CThumbKernelsTap *tap) {
+    g_atomic_int_inc(&tap->refs);
+    return tap;
+}
+
+void CThumbKernels_tap_unref(CThumbKernelsTap *tap) {
+    if (!tap || !g_atomic_int_dec_and_test(&tap->refs)) return;
+    sums_free(tap->sums, tap->sums_capacity);
+    g_free(tap->rows_done);
+    g_free(tap->pixels_done);
+    for (int i = 0; i < tap->bh; i++) g_free(tap->column_sums[i]);
+    g_free(tap->column_sums);
+    g_free(tap->rows_in_block);
+    g_mutex_clear(&tap->lock);
+    g_free(tap);
+}
+
+size_t CThumbKernels_tap_bytes(const CThumbKernelsTap *tap) {
+    return tap->sums_capacity * sizeof(guint64) + (size_t)tap->height + (size_t)tap->bh * (sizeof(void *) + sizeof(int));
+}
+
+// The window's input columns [*x0, *x1) and block row index of input row y (-1 outside).
+static inline int tap_block_row(const CThumbKernelsTap *tap, int y) {
+    int oy = y / tap->factor - tap->by0;
+    return oy >= 0 && oy < tap->bh ? oy : -1;
+}
+
+static inline void tap_columns(const CThumbKernelsTap *tap, int *x0, int *x1) {
+    *x0 = tap->bx0 * tap->factor;
+    *x1 = MIN(tap->width, (tap->bx0 + tap->bw) * tap->factor);
+}
+
+// Adds the pixels of one row span [left, left + count) of row y (in the
+// window's block row oy), block by block; `p` points at pixel `left`.
+static void tap_add_span(CThumbKernelsTap *tap, const VipsPel *p, int left, int count, int oy) {
+    const int f = tap->factor, bands = tap->bands;
+    guint64 *row = tap->sums + (size_t)oy * tap->bw * 4;
+    int x = left, end = left + count;
+    while (x < end) {
+        int block = x / f;
+        int stop = MIN(end, (block + 1) * f);
+        guint64 r = 0, g = 0, b = 0, a = 0;
+        if (bands == 4) {
+            for (; x < stop; x++, p += 4) {
+                guint64 alpha = p[3];
+                r += p[0] * alpha;
+                g += p[1] * alpha;
+                b += p[2] * alpha;
+                a += alpha;
+            }
+        } else {
+            for (; x < stop; x++, p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+                a += 1;
+            }
+            r *= 255;
+            g *= 255;
+            b *= 255;
+            a *= 255;
+        }
+        guint64 *sum = row + (size_t)(block - tap->bx0) * 4;
+        sum[0] += r;
+        sum[1] += g;
+        sum[2] += b;
+        sum[3] += a;
+    }
+}
+
+static void tap_fold(CThumbKernelsTap *tap, int oy);
+
+// Adds one whole row of a 3-band image (its window's columns, `p` at column 0)
+// to its block row's column sums, and folds the block row into the block sums
+// once all its rows are in. Built twice, the loader picking the AVX2 copy where
+// the CPU has it: the column adds are the tap's whole cost, and twice as wide there.
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void tap_add_row3(CThumbKernelsTap *tap, const VipsPel *p, int y, int oy) {
+    const int f = tap->factor;
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    const int n = (x1 - x0) * 3;
+    p += x0 * 3;
+    if (f <= 257) {
+        if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint16, n);
+        guint16 *restrict columns = tap->column_sums[oy];
+        for (int i = 0; i < n; i++) columns[i] += p[i];
+    } else {
+        if (!tap->column_sums[oy]) tap->column_sums[oy] = g_new0(guint32, n);
+        guint32 *restrict columns = tap->column_sums[oy];
+        for (int i = 0; i < n; i++) columns[i] += p[i];
+    }
+    const int block_row = oy + tap->by0;
+    if (++tap->rows_in_block[oy] < MIN(f, tap->height - block_row * f)) return;
+    (void)y;
+    tap_fold(tap, oy);
+}
+
+// Folds the column sums of window block row `oy` (the rows added so far) into the block sums.
+static void tap_fold(CThumbKernelsTap *tap, int oy) {
+    const int f = tap->factor, rows = tap->rows_in_block[oy];
+    const void *columns = tap->column_sums[oy];
+    if (!columns) return;
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    const guint16 *narrow = f <= 257 ? columns : NULL;
+    const guint32 *wide = f <= 257 ? NULL : columns;
+    guint64 *row = tap->sums + (size_t)oy * tap->bw * 4;
+    for (int block = 0; block < tap->bw; block++) {
+        int start = (tap->bx0 + block) * f, stop = MIN(tap->width, start + f);
+        int from = (start - x0) * 3, to = (stop - x0) * 3;
+        guint64 r = 0, g = 0, b = 0;
+        // One loop per width, without a test per sample.
+        if (narrow) {
+            for (const guint16 *p = narrow + from, *end = narrow + to; p < end; p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+            }
+        } else {
+            for (const guint32 *p = wide + from, *end = wide + to; p < end; p += 3) {
+                r += p[0];
+                g += p[1];
+                b += p[2];
+            }
+        }
+        guint64 *sum = row + (size_t)block * 4;
+        sum[0] += r * 255;
+        sum[1] += g * 255;
+        sum[2] += b * 255;
+        sum[3] += (guint64)(stop - start) * rows * 255;
+    }
+    (void)x1;
+    g_free(tap->column_sums[oy]);
+    tap->column_sums[oy] = NULL;
+    tap->rows_in_block[oy] = 0;
+}
+
+static void tap_accumulate(CThumbKernelsTap *tap, VipsRegion *region, const VipsRect *r) {
+    const int bands = tap->bands;
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    g_mutex_lock(&tap->lock);
+    for (int y = r->top; y < r->top + r->height; y++) {
+        if (tap->rows_done[y]) continue;
+        const int oy = tap_block_row(tap, y);
+        const int whole = r->left == 0 && r->width == tap->width;
+        if (oy < 0) {
+            // A row no thumbnail pixel reads: passed through, not summed.
+            if (whole) tap->rows_done[y] = 1;
+            continue;
+        }
+        if (whole && !tap->pixels_done) {
+            tap->rows_done[y] = 1;
+            if (bands == 3) {
+                tap_add_row3(tap, VIPS_REGION_ADDR(region, 0, y), y, oy);
+            } else {
+                tap_add_span(tap, VIPS_REGION_ADDR(region, x0, y), x0, x1 - x0, oy);
+            }
+            continue;
+        }
+        // A rectangle that is not a whole row, or a whole row after one: count
+        // each pixel once (a row part of which was counted is not counted again).
+        if (!tap->pixels_done) {
+            tap->pixels_done = g_new0(unsigned char, (size_t)tap->width * tap->height);
+            // From now on every pixel goes straight to the block sums: fold what waits.
+            for (int i = 0; i < tap->bh; i++) tap_fold(tap, i);
+        }
+        unsigned char *done = tap->pixels_done + (size_t)y * tap->width;
+        const int from = MAX(r->left, x0), to = MIN(r->left + r->width, x1);
+        const VipsPel *p = VIPS_REGION_ADDR(region, from, y);
+        for (int x = from; x < to; x++, p += bands) {
+            if (done[x]) continue;
+            done[x] = 1;
+            tap_add_span(tap, p, x, 1, oy);
+        }
+        if (whole) tap->rows_done[y] = 1;
+    }
+    g_mutex_unlock(&tap->lock);
+}
+
+static int tap_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const VipsRect *r = &out->valid;
+    if (vips_region_prepare(in, r)) return -1;
+    if (vips_region_region(out, in, r, r->left, r->top)) return -1;
+    tap_accumulate((CThumbKernelsTap *)b, in, r);
+    return 0;
+}
+
+// An image of `in`'s size and format, computed strip by strip from `in` by
+// `generate` (with `client` as its second argument), keeping `in` alive as long
+// as itself: the tap and the clocks pass the pixels through, the shaper converts them.
+static int strip_image(VipsImage *in, VipsImage **out, VipsGenerateFn generate, void *client) {
+    VipsImage *image = vips_image_new();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) ||
+        vips_image_generate(image, vips_start_one, generate, vips_stop_one, in, client)) {
+        g_object_unref(image);
+        return -1;
+    }
+    // The output reads from `in`: keep it alive as long as the output.
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-strip-input", g_object_ref(in), g_object_unref);
+    *out = image;
+    return 0;
+}
+
+int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap) {
+    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || vips_image_get_bands(in) != tap->bands ||
+        vips_image_get_width(in) != tap->width || vips_image_get_height(in) != tap->height) {
+        vips_error("tap", "%s", "the tap needs the 8-bit image it was made for");
+        return -1;
+    }
+    if (strip_image(in, out, tap_generate, tap)) return -1;
+    // The image sums into the tap: it holds the tap as long as it lives.
+    g_object_set_data_full(G_OBJECT(*out), "thumbpipe-tap", CThumbKernels_tap_ref(tap),
+                           (GDestroyNotify)CThumbKernels_tap_unref);
+    return 0;
+}
+
+// The window's block means so far, newly allocated: premultiplied RGBA floats
+// on 0…255, bw × bh.
+static float *tap_means(CThumbKernelsTap *tap) {
+    const int f = tap->factor, w = tap->bw, h = tap->bh;
+    g_mutex_lock(&tap->lock);
+    for (int oy = 0; oy < h; oy++) tap_fold(tap, oy);
+    g_mutex_unlock(&tap->lock);
+    float *pixels = g_new(float, (size_t)w * h * 4);
+    for (int oy = 0; oy < h; oy++) {
+        int bh = MIN(f, tap->height - (tap->by0 + oy) * f);
+        for (int ox = 0; ox < w; ox++) {
+            int bw = MIN(f, tap->width - (tap->bx0 + ox) * f);
+            const guint64 *sum = tap->sums + ((size_t)oy * w + ox) * 4;
+            float *pixel = pixels + ((size_t)oy * w + ox) * 4;
+            double n = (double)bw * bh;
+            // Premultiplied means on 0…255: Σ c·a / (255 n) and Σ a / n.
+            for (int c = 0; c < 3; c++) pixel[c] = (float)(sum[c] / (255.0 * n));
+            pixel[3] = (float)(sum[3] / n);
+        }
+    }
+    return pixels;
+}
+
+// MARK: - Lanczos3 on a small image
+
+// The Lanczos3 kernel: sinc(x) sinc(x / 3) within ±3.
+static double lanczos3(double x) {
+    if (x == 0) return 1;
+    if (x <= -3 || x >= 3) return 0;
+    const double px = G_PI * x;
+    return 3 * sin(px) * sin(px / 3) / (px * px);
+}
+
+// The axis for output positions [start, start + count) of an input scaled by
+// `scale`: output pixel X samples around input (X + 0.5) / scale
+// − 0.5 (centres aligned); shrinking stretches the kernel by 1 / scale.
+static Axis axis_new(double scale, int start, int count) {
+    const double stretch = scale < 1 ? 1 / scale : 1;
+    const double radius = 3 * stretch;
+    Axis a;
+    a.taps = (int)ceil(2 * radius) + 1;
+    a.first = g_new(int, count);
+    a.weights = g_new0(double, (size_t)count * a.taps);
+    for (int i = 0; i < count; i++) {
+        const double centre = (start + i + 0.5) / scale - 0.5;
+        const int first = (int)ceil(centre - radius);
+        double *w = a.weights + (size_t)i * a.taps, total = 0;
+        for (int t = 0; t < a.taps; t++) {
+            w[t] = lanczos3((first + t - centre) / stretch);
+            total += w[t];
+        }
+        for (int t = 0; t < a.taps; t++) w[t] /= total;
+        a.first[i] = first;
+    }
+    return a;
+}
+
+static void axis_free(Axis *a) {
+    g_free(a->first);
+    g_free(a->weights);
+}
+
+// The window [left, left + width) × [top, top + height) of a w × h image
+// resampled with Lanczos3 by hscale × vscale, into `out` (RGBA floats, width ×
+// height): horizontally over the rows the window needs, then vertically. `in`
+// holds only the blocks [x0, x0 + iw) × [y0, y0 + ih) of the image, which must
+// cover every (clamped) index the window reads.
+static void lanczos3_window(const float *in, int x0, int y0, int iw, int w, int h, double hscale, double vscale,
+                            int left, int top, int width, int height, float *out) {
+    Axis ax = axis_new(hscale, left, width), ay = axis_new(vscale, top, height);
+    const int row0 = ay.first[0], rows = ay.first[height - 1] + ay.taps - row0;
+    float *across = g_new(float, (size_t)rows * width * 4);
+    for (int r = 0; r < rows; r++) {
+        const float *line = in + (size_t)(clamp_index(row0 + r, h) - y0) * iw * 4;
+        for (int x = 0; x < width; x++) {
+            const double *wt = ax.weights + (size_t)x * ax.taps;
+            double sum[4] = {0, 0, 0, 0};
+            for (int t = 0; t < ax.taps; t++) {
+                const float *p = line + (size_t)(clamp_index(ax.first[x] + t, w) - x0) * 4;
+                for (int c = 0; c < 4; c++) sum[c] += wt[t] * p[c];
+            }
+            for (int c = 0; c < 4; c++) across[((size_t)r * width + x) * 4 + c] = (float)sum[c];
+        }
+    }
+    for (int y = 0; y < height; y++) {
+        const double *wt = ay.weights + (size_t)y * ay.taps;
+        for (int x = 0; x < width; x++) {
+            double sum[4] = {0, 0, 0, 0};
+            for (int t = 0; t < ay.taps; t++) {
+                const float *p = across + ((size_t)(ay.first[y] + t - row0) * width + x) * 4;
+                for (int c = 0; c < 4; c++) sum[c] += wt[t] * p[c];
+            }
+            for (int c = 0; c < 4; c++) out[((size_t)y * width + x) * 4 + c] = (float)sum[c];
+        }
+    }
+    g_free(across);
+    axis_free(&ax);
+    axis_free(&ay);
+}
+
+int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out) {
+    float *means = tap_means(tap);
+    lanczos3_window(means, tap->bx0, tap->by0, tap->bw, tap->out_width, tap->out_height, tap->hscale, tap->vscale,
+                    tap->left, tap->top, tap->rw, tap->rh, out);
+    g_free(means);
+    return 0;
+}
+
+// MARK: - Matrix/TRC profiles to sRGB
+
+// What lcms computes for a matrix/TRC ("matrix-shaper") RGB profile to sRGB,
+// relative intent, as a table-driven pass: per channel a table from the 8-bit
+// value to linear light, one 3×3 matrix (source colorants to sRGB's, both in
+// the D50 PCS), and one table from linear light (in CTHUMBKERNELS_SHAPER_STEPS
+// steps) back to 8-bit sRGB.
+typedef struct {
+    // terms[out][in][v]: matrix[out][in] × linear[in][v], scaled so that the sum
+    // of a row's three terms >> 8 is an index into `encode`.
+    gint32 terms[3][3][256];
+    guint8 encode[CTHUMBKERNELS_SHAPER_STEPS];
+} Shaper;
+
+// The encode table's index for a sum (8 fraction bits): rounded, clipped to the
+// table (out of sRGB's gamut: clipped per channel, as lcms does).
+static inline int shaper_index(gint32 sum) {
+    int index = (sum + 128) >> 8;
+    index = index < 0 ? 0 : index;
+    return index > CTHUMBKERNELS_SHAPER_STEPS - 1 ? CTHUMBKERNELS_SHAPER_STEPS - 1 : index;
+}
+
+static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const Shaper *s = (const Shaper *)b;
+    const VipsRect *r = &out->valid;
+    if (vips_region_prepare(in, r)) return -1;
+    const int bands = out->im->Bands;
+    // restrict: stores through the byte pointer could otherwise alias the
+    // tables, and the compiler would reload them for every pixel.
+    const gint32 *restrict rr = s->terms[0][0], *restrict rg = s->terms[0][1], *restrict rb = s->terms[0][2];
+    const gint32 *restrict gr = s->terms[1][0], *restrict gg = s->terms[1][1], *restrict gb = s->terms[1][2];
+    const gint32 *restrict br = s->terms[2][0], *restrict bg = s->terms[2][1], *restrict bb = s->terms[2][2];
+    const guint8 *restrict encode = s->encode;
+    for (int y = r->top; y < r->top + r->height; y++) {
+        const VipsPel *restrict p = VIPS_REGION_ADDR(in, r->left, y);
+        VipsPel *restrict q = VIPS_REGION_ADDR(out, r->left, y);
+        for (int x = 0; x < r->width; x++, p += bands, q += bands) {
+            const int red = p[0], green = p[1], blue = p[2];
+            q[0] = encode[shaper_index(rr[red] + rg[green] + rb[blue])];
+            q[1] = encode[shaper_index(gr[red] + gg[green] + gb[blue])];
+            q[2] = encode[shaper_index(br[red] + bg[green] + bb[blue])];
+            if (bands == 4) q[3] = p[3];
+        }
+    }
+    return 0;
+}
+
+int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
+                             const unsigned char *encode) {
+    const int bands = vips_image_get_bands(in);
+    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || (bands != 3 && bands != 4)) {
+        vips_error("shaper", "%s", "needs an 8-bit RGB or RGBA image");
+        return -1;
+    }
+    Shaper *shaper = g_new(Shaper, 1);
+    // A term is at most |entry| × 16383 × 256: three of them stay far inside
+    // 32 bits for entries up to ±10 (real colorants give ±2 at most).
+    for (int i = 0; i < 9; i++) {
+        if (!(fabsf(matrix[i]) <= 10.0f)) {
+            g_free(shaper);
+            vips_error("shaper", "%s", "matrix out of range");
+            return -1;
+        }
+    }
+    for (int o = 0; o < 3; o++)
+        for (int c = 0; c < 3; c++)
+            for (int v = 0; v < 256; v++)
+                shaper->terms[o][c][v] = (gint32)lrint((double)matrix[o * 3 + c] * linear[c * 256 + v] *
+                                                       (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
+    memcpy(shaper->encode, encode, sizeof shaper->encode);
+    VipsImage *image;
+    if (strip_image(in, &image, shaper_generate, shaper)) {
+        g_free(shaper);
+        return -1;
+    }
+    image->Type = VIPS_INTERPRETATION_sRGB;
+    // The pixels are sRGB now: the source's profile would describe them wrongly.
+    vips_image_remove(image, VIPS_META_ICC_NAME);
+    g_object_set_data_full(G_OBJECT(image), "thumbpipe-shaper", shaper, g_free);
+    *out = image;
+    return 0;
+}
+
+// MARK: - Pipeline clocks
+
+struct CThumbKernelsClock {
+    gint refs;
+    gint64 nanoseconds;
+};
+
+CThumbKernelsClock *CThumbKernels_clock_new(void) {
+    CThumbKernelsClock *clock = g_new0(CThumbKernelsClock, 1);
+    clock->refs = 1;
+    return clock;
+}
+
+static CThumbKernelsClock *clock_ref(CThumbKernelsClock *clock) {
+    g_atomic_int_inc(&clock->refs);
+    return clock;
+}
+
+void CThumbKernels_clock_unref(CThumbKernelsClock *clock) {
+    if (clock && g_atomic_int_dec_and_test(&clock->refs)) g_free(clock);
+}
+
+int64_t CThumbKernels_clock_nanoseconds(const CThumbKernelsClock *clock) {
+    return __atomic_load_n(&clock->nanoseconds, __ATOMIC_RELAXED);
+}
+
+static gint64 now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (gint64)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int timer_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const VipsRect *r = &out->valid;
+    gint64 start = now_ns();
+    int status = vips_region_prepare(in, r);
+    __atomic_fetch_add(&((CThumbKernelsClock *)b)->nanoseconds, now_ns() - start, __ATOMIC_RELAXED);
+    if (status) return -1;
+    return vips_region_region(out, in, r, r->left, r->top);
+}
+
+int CThumbKernels_timer(VipsImage *in, VipsImage **out, CThumbKernelsClock *clock) {
+    if (strip_image(in, out, timer_generate, clock)) return -1;
+    g_object_set_data_full(G_OBJECT(*out), "thumbpipe-clock", clock_ref(clock),
+                           (GDestroyNotify)CThumbKernels_clock_unref);
+    return 0;
+}

@@ -1,0 +1,69 @@
+// CThumbKernels: thumbpipe's own pixel kernels, as libvips operations (the
+// thumbnail tap and its resample, the table-driven sRGB conversion, the
+// pipeline clocks). See CThumbKernels.c for why they are in C.
+//
+// Functions returning int return 0 on success and -1 on failure, with the
+// reason in libvips's error buffer (libvips's convention).
+#ifndef CTHUMBKERNELS_H
+#define CTHUMBKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vips/vips.h>
+
+/// The thumbnail tap: a pass-through that box-sums the pixels the store's
+/// pipeline pulls, so one decode feeds both the store file and the thumbnail.
+typedef struct CThumbKernelsTap CThumbKernelsTap;
+
+/// A tap for an 8-bit `width × height` image of 3 or 4 bands, averaging
+/// `factor × factor` blocks, for one resample of its block means with Lanczos3
+/// by `hscale × vscale` (as `vips_resize` would, centres aligned, edges
+/// copied) over the output window [left, left + rw) × [top, top + rh). Only the
+/// blocks that window reads are summed. NULL for impossible arguments. The
+/// caller owns one reference.
+CThumbKernelsTap *CThumbKernels_tap_new(int width, int height, int bands, int factor, double hscale, double vscale,
+                                        int left, int top, int rw, int rh);
+
+/// Adds a reference to a tap.
+CThumbKernelsTap *CThumbKernels_tap_ref(CThumbKernelsTap *tap);
+
+/// Drops a reference; the last one frees the tap.
+void CThumbKernels_tap_unref(CThumbKernelsTap *tap);
+
+/// The bytes a tap holds for its sums and bookkeeping (pixels_done aside,
+/// which only a rectangle that is not a whole row brings).
+size_t CThumbKernels_tap_bytes(const CThumbKernelsTap *tap);
+
+/// `out` is `in`, pixel for pixel; every pixel computed through it is added to
+/// `tap` once, however the regions asked for overlap. `out` holds a reference
+/// to `tap` as long as it lives.
+int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap);
+
+/// The tap's resample (as made): premultiplied RGBA floats on 0…255, `rw × rh × 4`
+/// of them, into `out`.
+int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out);
+
+/// Steps of the linear-light to 8-bit sRGB table of CThumbKernels_shaper_to_srgb.
+#define CTHUMBKERNELS_SHAPER_STEPS 16384
+
+/// Converts 8-bit RGB(A) pixels in a matrix/TRC profile to sRGB, as lcms's
+/// relative-intent transform does, through tables: `linear` (3 × 256 floats,
+/// the source's tone curves), `matrix` (3 × 3, row-major: source linear RGB to
+/// sRGB linear RGB) and `encode` (CTHUMBKERNELS_SHAPER_STEPS bytes: linear light
+/// 0…1 to 8-bit sRGB). Alpha passes through; the output has no ICC profile and
+/// holds its own copy of the tables.
+int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
+                                 const unsigned char *encode);
+
+/// A counter of nanoseconds that pipeline timers add to. The caller owns one reference.
+typedef struct CThumbKernelsClock CThumbKernelsClock;
+
+CThumbKernelsClock *CThumbKernels_clock_new(void);
+void CThumbKernels_clock_unref(CThumbKernelsClock *clock);
+int64_t CThumbKernels_clock_nanoseconds(const CThumbKernelsClock *clock);
+
+/// `out` is `in`, pixel for pixel; the time spent computing `in`'s pixels (all
+/// that lies upstream) is added to `clock`, which `out` holds as long as it lives.
+int CThumbKernels_timer(VipsImage *in, VipsImage **out, CThumbKernelsClock *clock);
+
+#endif
