@@ -168,10 +168,11 @@ struct NightlyTests {
         #expect(plan.stdout.contains("plan: 0 new, 0 changed, 2 unchanged, 0 removed"), "\(plan.stdout) \(plan.stderr)")
         let again = try runThumbpipe(["run", manifest, "-o", out, "-q", "--exit-on-failure", "new"])
         #expect(again.status == 0, "a known failure, replayed: \(again.stderr)")
-        let report = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: out + "/.thumbpipe/report.json"))) as? [String: Any]
+        let report =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/.thumbpipe/report.json"))) as? [String: Any]
         let failures = report?["failures"] as? [[String: Any]] ?? []
-        #expect(failures.count == 1 && failures.first?["stage"] as? String == "decode", "\(failures)")
+        #expect(failures.count == 1 && failures.first?["stage"] as? String == "store", "\(failures)")
         #expect((failures.first?["message"] as? String)?.hasPrefix("truncated JPEG") == true, "\(failures)")
         let rows = try runProcess(
             "/usr/bin/python3",
@@ -181,6 +182,6 @@ struct NightlyTests {
                     + "print(c.execute(\"SELECT failure_stage, thumbnail_fingerprint = '', failure_fingerprint != '' FROM items WHERE failure IS NOT NULL\").fetchall())",
                 out + "/.thumbpipe/state.sqlite",
             ])
-        #expect(rows.stdout == "3\n[('decode', 1, 1)]\n", "\(rows.stdout) \(rows.stderr)")
+        #expect(rows.stdout == "3\n[('store', 1, 1)]\n", "\(rows.stdout) \(rows.stderr)")
     }
 }

@@ -84,7 +84,8 @@ struct ItemLedgerTests {
         Case(
             name: "failed before, unchanged", item: item(),
             work: work(.unchanged, thumbnail: false, store: false, .unchanged),
-            previous: previous(failure: ItemFailure(.decode, "truncated")), thumbnail: .reuse, store: .keep, withoutJob: true),
+            previous: previous(failure: ItemFailure(.decode, "truncated")), thumbnail: .reuse, store: .keep,
+            withoutJob: true),
         Case(
             name: "source changed", item: item(), work: work(.changed, thumbnail: true, store: true, .sourceChanged),
             previous: previous(), thumbnail: .make, store: .make, withoutJob: false),

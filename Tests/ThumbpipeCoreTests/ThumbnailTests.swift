@@ -25,7 +25,8 @@ struct ThumbnailTests {
 
     @Test("Photos larger than 4× the canvas take the tap, as in a run")
     func photosTakeTheTap() throws {
-        let header = try Decode(limits: PipelineSettings().limits).header(of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
+        let header = try Decode(limits: PipelineSettings().limits).header(
+            of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
         #expect(DecodePlan.choose(for: header, canvasWidth: 80, canvasHeight: 80) == .tap(factor: 19))
     }
 
@@ -69,7 +70,8 @@ struct ThumbnailTests {
         #expect(psnr(upright.pixels, rotated.pixels) >= 30, "PSNR \(psnr(upright.pixels, rotated.pixels))")
         // And a camera portrait (Canon 1000D, stored 3888×2592, orientation 6) differs
         // from its unrotated self: the rotation was applied, not dropped.
-        let header = try Decode(limits: PipelineSettings().limits).header(of: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"))
+        let header = try Decode(limits: PipelineSettings().limits).header(
+            of: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"))
         #expect(header.orientation == 6)
         #expect(header.uprightSize == (2592, 3888))
     }

@@ -52,7 +52,8 @@ final class FileBytes: ByteSource {
             guard done == length else {
                 throw ThumbpipeError(
                     .ioError,
-                    "read failed at byte \(offset + max(0, done)): \(done < 0 ? ThumbpipeError.errnoText() : "end of file")")
+                    "read failed at byte \(offset + max(0, done)): \(done < 0 ? ThumbpipeError.errnoText() : "end of file")"
+                )
             }
         }
         return bytes

@@ -15,9 +15,6 @@ public struct Manifest: Sendable {
     /// The items' keys by hash, when reading the manifest already made it.
     private var cachedKeyIndex: KeyIndex?
 
-    /// The fields a manifest may have.
-    public static let knownFields: Set<String> = Set(ManifestFields.Name.allCases.map(\.text))
-
     /// Creates a manifest from items already checked.
     public init(path: String, items: [ManifestItem], warnings: [String] = [], modificationDate: Date) {
         self.init(path: path, items: ItemList(items), warnings: warnings, modificationDate: modificationDate)

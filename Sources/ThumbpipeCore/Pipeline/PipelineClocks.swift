@@ -1,5 +1,5 @@
-import CVips
 import CThumbKernels
+import CVips
 
 /// Where a streaming decode's time goes. libvips computes lazily: the store's
 /// encoder pulls strips, and decoding and colour conversion happen inside that

@@ -39,7 +39,8 @@ public struct SettingDescription: Sendable {
 
     init(
         _ key: String, flag: String? = nil, _ flagValue: String = "", help: String = "", shapes: Set<Output>,
-        examples: [JSONValue], read: @escaping @Sendable (inout PipelineSettings, JSONValue, Origin, SettingValue) throws -> Void,
+        examples: [JSONValue],
+        read: @escaping @Sendable (inout PipelineSettings, JSONValue, Origin, SettingValue) throws -> Void,
         text: @escaping @Sendable (PipelineSettings) -> String
     ) {
         self.key = key
@@ -155,7 +156,8 @@ extension PipelineSettings {
                 if origin == .flag {
                     guard q > 0, q <= 100 else {
                         throw ThumbpipeError(
-                            .usage, "--quality must be from 0 to 1 (as UIImageJPEGRepresentation) or 1 to 100, not '\(q)'")
+                            .usage,
+                            "--quality must be from 0 to 1 (as UIImageJPEGRepresentation) or 1 to 100, not '\(q)'")
                     }
                     if q > 1 { q /= 100 }
                 }
@@ -190,7 +192,8 @@ extension PipelineSettings {
             text: { String($0.limits.maxPixels) }),
         SettingDescription(
             "limits.failOn", flag: "--fail-on", "LEVEL",
-            help: "none, truncated, error or warning (libvips fail_on;\nwarning also fails items whose decoders warned)",
+            help:
+                "none, truncated, error or warning (libvips fail_on;\nwarning also fails items whose decoders warned)",
             shapes: [.thumbnail, .store], examples: [.string("truncated"), .string("error")],
             read: { s, _, _, v in s.limits.failOn = try v.choice(FailOn.self) }, text: { $0.limits.failOn.rawValue }),
         SettingDescription(
@@ -216,7 +219,8 @@ extension PipelineSettings {
                 s.limits.formats = ImageFormats(formats)
             }, text: { $0.limits.formats.names }),
         SettingDescription(
-            "limits.timeoutSeconds", flag: "--timeout", "S", help: "seconds one item may take before its worker is killed",
+            "limits.timeoutSeconds", flag: "--timeout", "S",
+            help: "seconds one item may take before its worker is killed",
             shapes: [.failure], examples: [.number("60"), .number("5")],
             read: { s, _, _, v in
                 let n = try v.number()

@@ -7,16 +7,16 @@ import Synchronization
 /// per item what is redone.
 public final class BatchRunner: Sendable {
     let manifest: Manifest
-    private let settings: PipelineSettings
-    private let options: RunOptions
+    let settings: PipelineSettings
+    let options: RunOptions
     let plan: IncrementalPlan?
     let state: RunState?
-    private let trace: TraceWriter?
+    let trace: TraceWriter?
     let hooks: RunHooks
-    private let store: ImageStore
-    private let fingerprints: ItemLedger.Fingerprints
+    let store: ImageStore
+    let fingerprints: ItemLedger.Fingerprints
     /// Store-file names a killed run claimed (its files, not strangers'), read before this run claims any.
-    private let claimedBefore: Set<String>
+    let claimedBefore: Set<String>
     /// The per-stage timings of this run.
     public let timings = StageTimings()
 
@@ -168,8 +168,6 @@ public final class BatchRunner: Sendable {
         return result
     }
 
-    // MARK: - One item
-
     /// One slot's loop: items from the dispenser to the sink, with the next
     /// item's job already queued at the worker while the slot waits for the
     /// one before (so the worker goes from item to item without waiting for
@@ -202,130 +200,4 @@ public final class BatchRunner: Sendable {
         }
         try finishInFlight()
     }
-
-    /// An item whose job is with a worker (or that needs none), and what
-    /// finishing it needs.
-    private struct PendingItem {
-        var ledger: ItemLedger
-        var reused: Result<Data, ItemFailure>?
-        var job: ItemJob
-        var ticket: Supervisor.Ticket?
-    }
-
-    private enum Prepared {
-        case finished(FinishedItem)
-        case pending(PendingItem)
-    }
-
-    /// The first half of an item, before its job: its ledger decides; items settled
-    /// without a job finish here, the rest have their job submitted.
-    private func prepare(_ index: Int, slot: Int, supervisor: Supervisor) throws -> Prepared {
-        let item = manifest.items[index]
-        let work = plan?.work[index]
-        // The previous run's record: looked up here, one item at a time, not kept by the plan.
-        let previous =
-            ItemLedger.needsPreviousRecord(item, work: work) ? try state?.record(forKey: item.itemKey) : nil
-        let ledger = ItemLedger(
-            item: item, index: index, work: work, previous: previous, fingerprints: fingerprints,
-            manifestDate: manifest.modificationDate, recordsState: state != nil)
-        let reused = ledger.thumbnail == .reuse ? previous.map { reusedThumbnail(item, previous: $0) } : nil
-        guard let path = item.imagePath, !ledger.settlesWithoutJob else {
-            let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
-            return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
-        }
-        let job = ledger.job(
-            source: path, temporaryPath: TemporaryFile.name(in: OutputFolder.workFolder(options.outputFolder)))
-        let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
-        return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
-    }
-
-    /// The second half of an item, after its job: its store file put in place (or
-    /// not), then settled by its ledger.
-    private func complete(_ pending: PendingItem, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
-        let ledger = pending.ledger
-        let item = ledger.item
-        let job = pending.job
-        var outcome = ItemOutcome()
-        if let ticket = pending.ticket { outcome = try supervisor.outcome(of: ticket, slot: slot) }
-        if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
-        trace?.record(
-            outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
-            source: outcome.header.map {
-                (
-                    URL(fileURLWithPath: job.source).lastPathComponent, $0.format,
-                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead
-                )
-            })
-        var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
-        var appeared = false
-        if outcome.storeWritten {
-            if ledger.keepsWrittenStore(thumbnail) {
-                var spans = Spans()
-                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-                let target = store.path(forKey: item.itemKey)
-                try spans.measure(.write) {
-                    appeared = try !TemporaryFile.commitClosed(
-                        job.temporaryPath, to: target,
-                        replacing: ledger.replacesStoreFile(claimedBefore: claimedBefore.contains(item.itemKey)))
-                }
-                outcome.spans.append(spans)
-                if appeared {
-                    outcome.storeWritten = false
-                    let failure = ItemFailure(
-                        .write, "\(target) appeared during the run; thumbpipe does not replace a file it did not write",
-                        transient: true)
-                    outcome.failure = failure
-                    thumbnail = .failure(failure)
-                }
-            } else {
-                unlink(job.temporaryPath)
-                outcome.storeWritten = false
-            }
-        }
-        if ledger.placesCarriedStore(outcome) {
-            var spans = Spans()
-            let target = store.path(forKey: item.itemKey)
-            try spans.measure(.write) {
-                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-                _ = try Merge.place(job.source, at: target)
-            }
-            outcome.spans.append(spans)
-            outcome.storeWritten = true
-            outcome.storeHash = ContentHash.file(target)
-            if outcome.sourceStamp == nil { outcome.sourceStamp = FileStamp(path: job.source) }
-            if outcome.sourceHash == nil { outcome.sourceHash = outcome.storeHash }
-        }
-        let (date, guess) = ledger.date(
-            read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
-        return settle(ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: appeared)
-    }
-
-    /// Settles an item by its ledger with the facts only the file system knows,
-    /// and deletes its store file when the ledger says so.
-    private func settle(
-        _ ledger: ItemLedger, thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date,
-        dateGuess: String?, keepStore: Bool = false
-    ) -> FinishedItem {
-        let item = ledger.item
-        let target = store.path(forKey: item.itemKey)
-        let inPlace =
-            item.carried == .storeFile
-            && item.imagePath.flatMap(OutputGuard.realPath) == OutputGuard.realPath(target)
-        let settlement = ledger.settle(
-            thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: dateGuess, storeInPlace: inPlace,
-            sourceStamp: { item.imagePath.flatMap { FileStamp(path: $0) } }, storeStamp: { FileStamp(path: target) },
-            logs: hooks.onItem != nil)
-        // A file that appeared at the store file's name is not ours to delete either.
-        if settlement.deletesStore && !keepStore { store.delete(forKey: item.itemKey) }
-        return settlement.finished
-    }
-
-    /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
-    private func reusedThumbnail(_ item: ManifestItem, previous: ItemRecord) -> Result<Data, ItemFailure> {
-        if let recorded = previous.failure { return .failure(recorded) }
-        if let png = try? state?.thumbnail(forKey: item.itemKey) { return .success(png) }
-        return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
-    }
-
-    static func modificationDate(_ path: String) -> Date? { FileInfo(path: path)?.modificationDate }
 }

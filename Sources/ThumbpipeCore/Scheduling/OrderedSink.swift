@@ -5,6 +5,7 @@ import Synchronization
 /// A class: runs of a thousand light items move between threads as references,
 /// not as copies of a large struct. Filled in by the slot that made it, read
 /// only by the sink after it was delivered.
+// @unchecked: written by one slot before delivery, read by the sink after (the hand-over is locked).
 final class FinishedItem: @unchecked Sendable {
     var index: Int
     var archived: ArchivedItem
@@ -42,6 +43,7 @@ final class FinishedItem: @unchecked Sendable {
 /// Among the last window's photos, the heaviest (largest file) goes first:
 /// the run then ends on small items, and no slot sits idle while the other
 /// finishes one large photo.
+// @unchecked: every mutable field is read and written under `condition`.
 final class Dispenser: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int

@@ -38,6 +38,7 @@ public struct ItemRecord: Sendable, Equatable {
 /// one row per item with its source and settings fingerprints, the hashes of
 /// what was written, and its thumbnail, so unchanged items need no decoding.
 /// Rows are committed as items finish, so a killed run resumes where it stopped.
+// @unchecked: every use of the database and the batch counters is under `lock`.
 public final class RunState: @unchecked Sendable {
     /// The schema version this thumbpipe reads and writes.
     /// 2 added `missing_since` (a source missing while its outputs are kept); 3

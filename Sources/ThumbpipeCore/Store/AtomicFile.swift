@@ -7,6 +7,7 @@ private func glibcSyncFileRange(_ descriptor: Int32, _ offset: Int64, _ count: I
 
 /// A file written under a temporary name in its final folder, flushed, then
 /// renamed into place, so nobody ever sees it half-written.
+// @unchecked: its descriptor changes only in commit/discard, which one thread calls once.
 public final class TemporaryFile: @unchecked Sendable {
     /// The prefix every temporary name carries; item keys cannot start with a
     /// dot, so these never collide with store files.

@@ -1,69 +1,19 @@
-/// SHA-1 (FIPS 180-4), used only where a format asks for it: name-based UUIDs (RFC 4122 v5).
-struct SHA1 {
-    private var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (
-        0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0
-    )
-    private var buffer: [UInt8] = []
-    private var length: UInt64 = 0
+import CVips
 
-    mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
-        for b in bytes {
-            buffer.append(b)
-            length += 1
-            if buffer.count == 64 {
-                compress(buffer)
-                buffer.removeAll(keepingCapacity: true)
-            }
-        }
-    }
-
-    mutating func finalize() -> [UInt8] {
-        let bitLength = length &* 8
-        update([0x80])
-        while buffer.count != 56 { update([0]) }
-        update((0..<8).reversed().map { UInt8(truncatingIfNeeded: bitLength >> (UInt64($0) * 8)) })
-        var out: [UInt8] = []
-        for word in [h.0, h.1, h.2, h.3, h.4] {
-            out += [UInt8(word >> 24), UInt8((word >> 16) & 0xFF), UInt8((word >> 8) & 0xFF), UInt8(word & 0xFF)]
-        }
-        return out
-    }
-
+/// SHA-1, used only where a format asks for it: name-based UUIDs (RFC 4122 v5).
+/// GLib's `GChecksum` computes it (GLib comes with libvips).
+enum SHA1 {
+    /// The 20-byte digest of `bytes`.
     static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
-        var s = SHA1()
-        s.update(bytes)
-        return s.finalize()
-    }
-
-    private mutating func compress(_ block: [UInt8]) {
-        var w = [UInt32](repeating: 0, count: 80)
-        for i in 0..<16 {
-            w[i] =
-                UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8
-                | UInt32(block[i * 4 + 3])
-        }
-        for i in 16..<80 {
-            let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-            w[i] = (x << 1) | (x >> 31)
-        }
-        var (a, b, c, d, e) = h
-        for i in 0..<80 {
-            let f: UInt32
-            let k: UInt32
-            switch i {
-            case 0..<20: f = (b & c) | (~b & d); k = 0x5A82_7999
-            case 20..<40: f = b ^ c ^ d; k = 0x6ED9_EBA1
-            case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1B_BCDC
-            default: f = b ^ c ^ d; k = 0xCA62_C1D6
-            }
-            let t = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w[i]
-            e = d
-            d = c
-            c = (b << 30) | (b >> 2)
-            b = a
-            a = t
-        }
-        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
+        let data = Array(bytes)
+        guard let checksum = g_checksum_new(G_CHECKSUM_SHA1) else { preconditionFailure("GLib has no SHA-1") }
+        defer { g_checksum_free(checksum) }
+        data.withUnsafeBufferPointer { g_checksum_update(checksum, $0.baseAddress, gssize($0.count)) }
+        var digest = [UInt8](repeating: 0, count: 20)
+        var length = gsize(digest.count)
+        g_checksum_get_digest(checksum, &digest, &length)
+        precondition(length == 20, "a SHA-1 digest is 20 bytes")
+        return digest
     }
 }
 

@@ -26,8 +26,9 @@ enum Vips {
     }()
 
     /// Restricts loading to `formats`: every other loader, and every operation
-    /// libvips marks untrusted, is blocked in this process. JPEG stays loadable
-    /// for reading back store files; sources are still checked against `formats`.
+    /// libvips marks untrusted, is blocked in this process. JPEG's loader is left
+    /// unblocked whatever `formats` says; a JPEG source is still refused by
+    /// thumbpipe's own format check (``Decode/header(of:)``) when `formats` lacks it.
     static func restrictLoaders(to formats: ImageFormats) throws {
         try start()
         var classes = Set(formats.map(\.loaderClass))
@@ -86,6 +87,7 @@ enum Vips {
 }
 
 /// Owns one `VipsImage` reference and releases it (g_object_unref) when dropped.
+// @unchecked: a VipsImage is immutable once built and its reference count is atomic (GObject).
 final class VImage: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<VipsImage>
 
