@@ -110,6 +110,10 @@ public struct FileInfo: Sendable, Equatable {
         inode = UInt64(info.st_ino)
     }
 
-    /// The modification time as a date.
-    public var modificationDate: Date { Date(timeIntervalSince1970: Double(modified) / 1e9) }
+    /// The modification time as a date: whole seconds plus the fraction, as
+    /// `st_mtim` gives them (one division of the nanoseconds would round differently).
+    public var modificationDate: Date {
+        let (seconds, nanoseconds) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
+    }
 }
