@@ -8,7 +8,7 @@
 // only C can make. thumbpipe's own pixel kernels live in CThumbKernels. Errors
 // are read from vips_error_buffer() by the Swift side, in one place (Vips.swift).
 //
-// Every function returns 0 on success and -1 on failure (libvips's convention).
+// Functions returning int return 0 on success and -1 on failure (libvips's convention).
 #ifndef CVIPSSHIM_H
 #define CVIPSSHIM_H
 
