@@ -17,9 +17,15 @@ extension RunCommand {
                     "thumbnail": work.needsThumbnail, "store": work.needsStore, "reason": work.reason,
                 ]
             }
-            items += plan.removed.map { ["itemKey": $0, "class": "removed", "reason": "not in the manifest"] }
+            items += plan.removed.map {
+                [
+                    "itemKey": $0.itemKey, "itemName": $0.itemName, "source": $0.sourcePath, "class": "removed",
+                    "reason": "not in the manifest",
+                ]
+            }
             let object: [String: Any] = [
                 "counts": Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), "items": items,
+                "changedBy": plan.changeKinds,
                 "settingsChanged": settingsChange?.differences ?? [],
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
@@ -28,16 +34,15 @@ extension RunCommand {
             return
         }
         if let settingsChange { try printOut(settingsChange.description) }
-        try printOut(
-            "plan: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, \(counts[.removed] ?? 0) removed"
-                + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")
-        )
+        try printOut("plan: " + plan.summary)
         for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
             try printOut(
                 "  \(work.itemClass.rawValue)\t\(item.itemName)\t\(item.image ?? "(no image)")\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
             )
         }
-        for key in plan.removed { try printOut("  removed\t\(key)") }
+        for item in plan.removed {
+            try printOut("  removed\t\(item.itemName)\t\(item.sourcePath)\t\(item.itemKey)\tnot in the manifest")
+        }
     }
 }

@@ -26,7 +26,8 @@ enum RunCommand {
           --set KEY=VALUE           any pipeline setting, e.g. --set thumbnail.scale=3
           --no-html                 do not write OUT/.thumbpipe/report.html
           --log FILE                one JSON line per item: key, name, line, source,
-                                    action (new, changed, unchanged, removed, failed),
+                                    action (new, changed, metadata, moved, unchanged,
+                                    removed, kept, failed),
                                     reason, milliseconds
           --trace FILE              write a Chrome trace (each item's stage spans with
                                     its file, format and size, a track per worker)
@@ -272,7 +273,7 @@ enum RunCommand {
         try shardInfo?.write(in: output)
         try SettingsChange.record(settings, in: state)
         if let log {
-            for key in plan.removed { log.write(ItemLogEntry(removedKey: key)) }
+            for item in plan.removed { log.write(ItemLogEntry(removed: item)) }
             try log.finish()
         }
         if !noHTML {
@@ -287,13 +288,10 @@ enum RunCommand {
                 terminal.warning("report.html not written: \(error)")
             }
         }
-        let counts = result.classes
-        if (counts[.unchanged] ?? 0) + (counts[.changed] ?? 0) + (counts[.removed] ?? 0) + (counts[.kept] ?? 0) > 0 {
-            terminal.diagnostic(
-                "thumbpipe: \(counts[.new] ?? 0) new, \(counts[.changed] ?? 0) changed, \(counts[.unchanged] ?? 0) unchanged, "
-                    + "\(counts[.removed] ?? 0) removed"
-                    + ((counts[.kept] ?? 0) > 0 ? ", \(counts[.kept] ?? 0) kept (source missing)" : "")
-                    + "; \(result.decodedItems) decoded")
+        if result.classes.contains(where: { $0.key != .new && $0.value > 0 }) {
+            terminal.diagnostic("thumbpipe: \(result.planSummary); \(result.decodedItems) decoded")
+            for item in result.removed.prefix(20) { terminal.diagnostic("  removed: \(item)") }
+            if result.removed.count > 20 { terminal.diagnostic("  … and \(result.removed.count - 20) more removed") }
         }
         if result.datesFromFileTimeCount > 0 {
             terminal.diagnostic(

@@ -35,7 +35,8 @@ struct ItemLedgerTests {
         ItemRecord(
             itemKey: "KEY", sourcePath: "/photos/bike.jpg", sourceSize: 10, sourceModified: 20, sourceHash: "H0",
             thumbnailFingerprint: "T0", storeFingerprint: "S0", dateCreated: 1_300_000_000, storeSize: 30,
-            storeModified: 40, storeHash: "SH0", failure: failure, seconds: 0.5)
+            storeModified: 40, storeHash: "SH0", failure: failure, seconds: 0.5, itemName: "Bike",
+            fieldsHash: ItemRecord.fieldsHash(item()))
     }
 
     static func ledger(_ item: ManifestItem, _ work: ItemWork?, previous: ItemRecord? = nil) -> ItemLedger {
@@ -363,5 +364,66 @@ struct OutputVersionTests {
         #expect(
             IncrementalPlan.thumbnailFingerprint(settings)
                 == IncrementalPlan.thumbnailFingerprint(settings, versions: .current))
+    }
+}
+
+extension ItemLedgerTests {
+    @Test("Metadata: no job, the reused outputs, the record takes the new name and fields; the log says metadata")
+    func settleMetadata() throws {
+        var edited = Self.item()
+        edited.itemName = "Red Bike"
+        let work = Self.work(.metadata, thumbnail: false, store: false, .fieldsChanged)
+        let ledger = Self.ledger(edited, work, previous: Self.previous())
+        #expect(ledger.thumbnail == .reuse && ledger.store == .keep && ledger.settlesWithoutJob)
+        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let settled = ledger.settle(
+            thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { nil }, logs: true)
+        #expect(settled.finished.archived.itemName == "Red Bike" && settled.finished.archived.thumbnailData == Self.png)
+        let record = try #require(settled.finished.record)
+        #expect(record.itemName == "Red Bike" && record.fieldsHash == ItemRecord.fieldsHash(edited))
+        #expect(record.thumbnailFingerprint == "T0" && record.storeHash == "SH0", "its outputs' facts stay")
+        #expect(settled.finished.log?.action == .metadata)
+    }
+
+    @Test(
+        "Moved: the old key's outputs under the new key, no job; the record is the old one under the new key and path")
+    func settleMoved() throws {
+        var work = Self.work(.moved, thumbnail: false, store: false, .moved)
+        work.restamp = ("/photos/red-bike.jpg", FileStamp(size: 10, modified: 99))
+        var moved = Self.item()
+        moved.itemKey = "NEWKEY"
+        let ledger = ItemLedger(
+            item: moved, index: 0, work: work, previous: Self.previous(), fingerprints: Self.fingerprints,
+            manifestDate: Self.manifestDate, recordsState: true, movedFrom: "KEY")
+        #expect(ledger.thumbnail == .reuse && ledger.store == .move(from: "KEY") && ledger.settlesWithoutJob)
+        let settled = ledger.settle(
+            thumbnail: .success(Self.png), outcome: nil, date: Self.exif, dateGuess: nil, storeInPlace: false,
+            sourceStamp: { nil }, storeStamp: { FileStamp(size: 30, modified: 77) }, logs: true)
+        let record = try #require(settled.finished.record)
+        #expect(
+            record.itemKey == "NEWKEY" && record.sourcePath == "/photos/red-bike.jpg" && record.sourceModified == 99)
+        #expect(record.sourceHash == "H0" && record.storeHash == "SH0" && record.storeModified == 77)
+        #expect(settled.finished.archived.itemKey == "NEWKEY" && settled.finished.log?.action == .moved)
+        #expect(!settled.deletesStore)
+    }
+
+    @Test("Fingerprints say why they differ: settings, or only the code's version (an upgrade)")
+    func fingerprintChange() {
+        var settings = PipelineSettings()
+        let now = IncrementalPlan.thumbnailFingerprint(settings)
+        var bumped = OutputVersions.current
+        bumped.thumbnail += 1
+        #expect(Fingerprint.change(from: now, to: now) == nil)
+        #expect(
+            Fingerprint.change(from: IncrementalPlan.thumbnailFingerprint(settings, versions: bumped), to: now) == .code
+        )
+        settings.thumbnail.scale = 3
+        #expect(Fingerprint.change(from: now, to: IncrementalPlan.thumbnailFingerprint(settings)) == .settings)
+        #expect(Fingerprint.change(from: "0123456789abcdef", to: now) == .settings, "a record of the older form")
+        var work = ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: false, reasons: .codeChanged)
+        #expect(work.reasons.changeKind == "algorithm")
+        work.reasons = [.thumbnailSettingsChanged, .codeChanged]
+        #expect(work.reasons.changeKind == "settings")
     }
 }

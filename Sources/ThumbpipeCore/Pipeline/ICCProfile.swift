@@ -2,9 +2,10 @@ import CThumbKernels
 import CVipsShim
 import Foundation
 
-/// Reads what thumbpipe needs from an ICC profile: its description (to
-/// recognise sRGB) and, for matrix/TRC RGB profiles, the colorants and tone
-/// curves (to convert to sRGB through tables instead of lcms).
+/// Reads what thumbpipe needs from an ICC profile: its description (for
+/// messages) and, for matrix/TRC RGB profiles, the colorants and tone curves
+/// (to recognise sRGB by its numbers, and to convert to sRGB through tables
+/// instead of lcms).
 struct ICCProfile {
     private let bytes: [UInt8]
     /// Tag signature → (offset, size), for tags that lie inside the profile.
@@ -63,11 +64,34 @@ struct ICCProfile {
         return nil
     }
 
-    /// Whether the profile describes itself as sRGB (IEC 61966-2.1 and its vendor copies),
-    /// so 8-bit pixels tagged with it are already what the output needs.
+    /// How close a profile's numbers must be to sRGB's for it to count as sRGB:
+    /// each colorant's X, Y and Z (D50, the primaries and so the white they add
+    /// up to), the white point tag's (D50 or sRGB's D65), and each tone curve's
+    /// linear light at every 8-bit value.
+    static let sRGBTolerance = (colorant: 0.002, whitePoint: 0.003, curve: 0.002)
+
+    /// Whether 8-bit pixels tagged with this profile are already sRGB, decided by
+    /// its numbers, not its name: a matrix/TRC RGB profile whose colorants, white
+    /// point and tone curves are libvips's sRGB's within ``sRGBTolerance``. A
+    /// profile named sRGB with other primaries or another curve is converted.
     var isSRGB: Bool {
-        guard let text = description?.lowercased() else { return false }
-        return text.contains("srgb") || text.contains("61966-2")
+        guard let shaper = matrixShaper, let reference = ShaperConversion.target else { return false }
+        let tolerance = Self.sRGBTolerance
+        guard zip(shaper.toXYZ, reference.toXYZ).allSatisfy({ abs($0 - $1) <= tolerance.colorant }) else {
+            return false
+        }
+        if let white = colorant("wtpt") {
+            let d50 = [0.9642, 1.0, 0.8249]
+            let d65 = [0.9505, 1.0, 1.0890]
+            guard [d50, d65].contains(where: { zip(white, $0).allSatisfy { abs($0 - $1) <= tolerance.whitePoint } })
+            else { return false }
+        }
+        for curve in shaper.curves {
+            for v in 0..<256 where abs(curve(Double(v) / 255) - reference.curve(Double(v) / 255)) > tolerance.curve {
+                return false
+            }
+        }
+        return true
     }
 
     // MARK: Matrix/TRC profiles
@@ -125,7 +149,7 @@ struct ICCProfile {
         return nil
     }
 
-    private func colorant(_ tag: StaticString) -> [Double]? {
+    func colorant(_ tag: StaticString) -> [Double]? {
         guard let (offset, size) = tags[Self.signature(tag)], size >= 20, u32(offset) == 0x5859_5A20 else {  // 'XYZ '
             return nil
         }
@@ -199,6 +223,9 @@ struct ShaperConversion {
     struct Target {
         var fromXYZ: [Double]
         var encode: [UInt8]
+        /// Its linear RGB to D50 XYZ and its tone curve, what ``ICCProfile/isSRGB`` compares with.
+        var toXYZ: [Double]
+        var curve: ICCProfile.ToneCurve
     }
 
     static let target: Target? = {
@@ -226,7 +253,7 @@ struct ShaperConversion {
             while value < 255 && light >= thresholds[value] { value += 1 }
             encode[step] = UInt8(value)
         }
-        return Target(fromXYZ: fromXYZ, encode: encode)
+        return Target(fromXYZ: fromXYZ, encode: encode, toXYZ: profile.toXYZ, curve: curve)
     }()
 
     static func multiply(_ a: [Double], _ b: [Double]) -> [Double]? {

@@ -282,14 +282,24 @@ public enum HTMLReport {
 
     static func incremental(_ r: RunReport) -> String {
         let i = r.incremental
-        guard i.unchanged + i.changed + i.removed > 0 else { return "" }
-        return """
+        guard i.unchanged + i.changed + i.removed + i.metadata + i.moved + i.kept > 0 else { return "" }
+        let by = i.changedBy.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        var html = """
             <section id="incremental"><h2>Against the previous run</h2><div class="facts">
-            <div><b>new</b>\(i.new)</div><div><b>changed</b>\(i.changed)</div><div><b>unchanged</b>\(i.unchanged)</div>
-            <div><b>removed</b>\(i.removed)</div><div><b>decoded</b>\(i.decoded)</div>
-            <div><b>time saved</b>\(String(format: "%.1f s", i.timeSavedSeconds))</div></div></section>
-
+            <div><b>new</b>\(i.new)</div><div><b>changed</b>\(i.changed)\(by.isEmpty ? "" : " (\(e(by)))")</div>
+            <div><b>metadata</b>\(i.metadata)</div><div><b>moved</b>\(i.moved)</div>
+            <div><b>unchanged</b>\(i.unchanged)</div><div><b>removed</b>\(i.removed)</div>
+            <div><b>kept (source missing)</b>\(i.kept)</div><div><b>decoded</b>\(i.decoded)</div>
+            <div><b>time saved</b>\(String(format: "%.1f s", i.timeSavedSeconds))</div></div>
             """
+        if !i.removedItems.isEmpty {
+            html += "<h3>Removed</h3><table><tr><th>name</th><th>source</th><th>key</th></tr>"
+            for item in i.removedItems {
+                html += "<tr><td>\(e(item.itemName))</td><td>\(e(item.source))</td><td>\(e(item.itemKey))</td></tr>"
+            }
+            html += "</table>"
+        }
+        return html + "</section>\n"
     }
 
     private static func e(_ text: String) -> String { SVGChart.escape(text) }

@@ -154,12 +154,12 @@ public struct ItemLogEntry: Sendable, Codable {
         self.milliseconds = milliseconds
     }
 
-    /// A removed item, known only by its key.
-    public init(removedKey key: String) {
-        itemKey = key
-        itemName = ""
+    /// A removed item, by its last recorded name and source.
+    public init(removed item: IncrementalPlan.RemovedItem) {
+        itemKey = item.itemKey
+        itemName = item.itemName
         line = 0
-        source = ""
+        source = item.sourcePath
         action = .removed
         reason = "not in the manifest"
         milliseconds = 0

@@ -48,14 +48,28 @@ public struct RunReport: Sendable, Codable {
     public struct Incremental: Sendable, Codable {
         public var new = 0
         public var changed = 0
+        /// How the changed items changed: `source`, `settings`, `algorithm` (an upgrade), `output`…
+        public var changedBy: [String: Int] = [:]
+        public var metadata = 0
+        public var moved = 0
         public var unchanged = 0
         public var removed = 0
+        public var kept = 0
+        /// The removed items, by name and last source (at most 1,000).
+        public var removedItems: [RemovedItem] = []
         public var decoded = 0
         public var timeSavedSeconds = 0.0
         /// Items whose archive bytes were copied from the previous archive, not encoded.
         public var archiveItemsCopied: Int?
         /// Those bytes.
         public var archiveBytesCopied: UInt64?
+    }
+
+    /// A removed item as the report lists it.
+    public struct RemovedItem: Sendable, Codable {
+        public var itemKey: String
+        public var itemName: String
+        public var source: String
     }
 
     public var thumbpipeVersion = RunReport.version
@@ -118,8 +132,13 @@ public struct RunReport: Sendable, Codable {
             workersPeakRSSBytes: result.workersPeakRSSBytes, peakPSSBytes: result.peakPSSBytes)
         peakRSSBytes = result.peakRSSBytes
         incremental = Incremental(
-            new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0,
+            new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0, changedBy: result.changeKinds,
+            metadata: result.classes[.metadata] ?? 0, moved: result.classes[.moved] ?? 0,
             unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,
+            kept: result.classes[.kept] ?? 0,
+            removedItems: result.removed.prefix(1000).map {
+                RemovedItem(itemKey: $0.itemKey, itemName: $0.itemName, source: $0.sourcePath)
+            },
             decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds),
             archiveItemsCopied: result.archiveItemsCopied, archiveBytesCopied: result.archiveBytesCopied)
         failures = result.failures

@@ -25,13 +25,22 @@ extension BatchRunner {
     func prepare(_ index: Int, slot: Int, supervisor: Supervisor) throws -> Prepared {
         let item = manifest.items[index]
         let work = plan?.work[index]
-        // The previous run's record: looked up here, one item at a time, not kept by the plan.
+        // The previous run's record (of the key it moved from, for a moved item):
+        // looked up here, one item at a time, not kept by the plan.
+        let movedFrom = plan?.moves[index]
         let previous =
-            ItemLedger.needsPreviousRecord(item, work: work) ? try state?.record(forKey: item.itemKey) : nil
+            ItemLedger.needsPreviousRecord(item, work: work)
+            ? try state?.record(forKey: movedFrom ?? item.itemKey) : nil
         let ledger = ItemLedger(
             item: item, index: index, work: work, previous: previous, fingerprints: fingerprints,
-            manifestDate: manifest.modificationDate, recordsState: state != nil)
-        let reused = ledger.thumbnail == .reuse ? previous.map { reusedThumbnail(item, previous: $0) } : nil
+            manifestDate: manifest.modificationDate, recordsState: state != nil, movedFrom: movedFrom)
+        let reused =
+            ledger.thumbnail == .reuse ? previous.map { reusedThumbnail(movedFrom ?? item.itemKey, previous: $0) } : nil
+        if case .move(let from) = ledger.store, case .success = reused {
+            // The photo's store file under its new name: linked, or copied where links cannot be.
+            if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
+            _ = try Merge.place(store.path(forKey: from), at: store.path(forKey: item.itemKey))
+        }
         guard let path = item.imagePath, !ledger.settlesWithoutJob else {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
@@ -124,9 +133,9 @@ extension BatchRunner {
     }
 
     /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
-    private func reusedThumbnail(_ item: ManifestItem, previous: ItemRecord) -> Result<Data, ItemFailure> {
+    private func reusedThumbnail(_ key: String, previous: ItemRecord) -> Result<Data, ItemFailure> {
         if let recorded = previous.failure { return .failure(recorded) }
-        if let png = try? state?.thumbnail(forKey: item.itemKey) { return .success(png) }
+        if let png = try? state?.thumbnail(forKey: key) { return .success(png) }
         return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
     }
 

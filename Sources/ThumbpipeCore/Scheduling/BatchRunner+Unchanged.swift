@@ -49,6 +49,7 @@ extension BatchRunner {
             total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
         result.classes = plan.counts
+        result.changeKinds = plan.changeKinds
         result.timeSavedSeconds = plan.savedSeconds
         result.startTime = startTime
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()

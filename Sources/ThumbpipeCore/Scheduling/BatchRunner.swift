@@ -115,9 +115,11 @@ public final class BatchRunner: Sendable {
             throw error
         }
         if let plan {
-            // Items gone from the manifest lose their store file, as deleteImageForKey: does.
-            for key in plan.removed { store.delete(forKey: key) }
-            try state?.remove(keys: plan.removed)
+            // Items gone from the manifest lose their store file, as deleteImageForKey: does;
+            // so do the old names of moved items (their files now have their new names too).
+            let gone = plan.removed.map(\.itemKey) + plan.moves.values
+            for key in gone { store.delete(forKey: key) }
+            try state?.remove(keys: gone)
         }
         try state?.commit()
         if state != nil { OutputGuard.clearClaims(in: options.outputFolder) }
@@ -140,6 +142,8 @@ public final class BatchRunner: Sendable {
         result.peakPSSBytes = sampler.proportionalPeak
         if let plan {
             result.classes = plan.counts
+            result.changeKinds = plan.changeKinds
+            result.removed = plan.removed
             result.timeSavedSeconds = plan.savedSeconds
         } else {
             result.classes = [.new: manifest.items.count]

@@ -29,6 +29,9 @@ struct ItemLedger: Sendable {
         case carry
         /// The one the previous run wrote, kept.
         case keep
+        /// The store file of the item this one moved from (same photo, another
+        /// key), linked (or copied) to this item's name.
+        case move(from: String)
         /// None: the item has no photo.
         case none
     }
@@ -77,7 +80,7 @@ struct ItemLedger: Sendable {
 
     init(
         item: ManifestItem, index: Int, work: ItemWork?, previous: ItemRecord?, fingerprints: Fingerprints,
-        manifestDate: Date, recordsState: Bool
+        manifestDate: Date, recordsState: Bool, movedFrom: String? = nil
     ) {
         self.item = item
         self.index = index
@@ -99,12 +102,15 @@ struct ItemLedger: Sendable {
         if work?.needsStore ?? true {
             store = item.carried == .storeFile ? .carry : .make
         } else {
-            store = .keep
+            store = movedFrom.map { .move(from: $0) } ?? .keep
         }
     }
 
     /// Whether the item is settled without a job: it has no photo, or nothing of it is redone.
-    var settlesWithoutJob: Bool { store == .none || (thumbnail == .reuse && store == .keep) }
+    var settlesWithoutJob: Bool {
+        if case .move = store { return thumbnail == .reuse }
+        return store == .none || (thumbnail == .reuse && store == .keep)
+    }
 
     /// The job for the item's worker (which is asked for nothing when the item only
     /// carries its store file and reuses its thumbnail).
@@ -193,8 +199,9 @@ struct ItemLedger: Sendable {
                     line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
                     stage: .decode, message: "\(refused) (1 to 4096 pixels a side); it is not carried over")
             }
-            // An item without a photo costs its archive record: the state is written only when it changed.
-            if recordsState && work?.itemClass != .unchanged {
+            // An item without a photo costs its archive record: the state is written
+            // only when it changed (or its fields were never recorded).
+            if recordsState && (work?.itemClass != .unchanged || work?.reasons.contains(.fieldsUnrecorded) == true) {
                 finished.record = record(
                     outcome: nil, failure: nil, date: finished.archived.dateCreated, sourceStamp: sourceStamp,
                     storeStamp: storeStamp)
@@ -240,9 +247,13 @@ struct ItemLedger: Sendable {
         }
         guard let outcome else {
             // A source back after missing: the record forgets since when. A source
-            // touched or restored with the same content: the record takes its new stamp.
+            // touched, restored or moved with the same content: the record takes its
+            // new path and stamp (and, moved to a new key, that key). Edited fields:
+            // the record takes the new name and fields.
+            let fields = ItemRecord.fieldsHash(item)
             if recordsState, failure == nil, var restored = previous,
-                restored.missingSince != nil || work?.restamp != nil
+                restored.missingSince != nil || work?.restamp != nil || restored.fieldsHash != fields
+                    || restored.itemKey != item.itemKey
             {
                 restored.missingSince = nil
                 if let restamp = work?.restamp {
@@ -250,6 +261,13 @@ struct ItemLedger: Sendable {
                     restored.sourceSize = restamp.stamp.size
                     restored.sourceModified = restamp.stamp.modified
                 }
+                if case .move = store, let stamp = storeStamp() {
+                    restored.storeSize = stamp.size
+                    restored.storeModified = stamp.modified
+                }
+                restored.itemKey = item.itemKey
+                restored.itemName = item.itemName
+                restored.fieldsHash = fields
                 finished.record = restored
             }
             return Settlement(finished: finished, deletesStore: deletesStore)
@@ -342,6 +360,7 @@ struct ItemLedger: Sendable {
             dateCreated: date.timeIntervalSince1970, storeSize: stored?.size ?? -1,
             storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
             failure: failure, seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0,
-            failureFingerprint: failure != nil ? fingerprints.failure : "")
+            failureFingerprint: failure != nil ? fingerprints.failure : "", itemName: item.itemName,
+            fieldsHash: ItemRecord.fieldsHash(item))
     }
 }

@@ -19,6 +19,12 @@ public struct RunResult: Sendable {
     public var sourceBytes: Int64
     /// Items per class against the previous run (all `new` on a first run).
     public var classes: [ItemClass: Int] = [:]
+    /// How the changed items changed (``IncrementalPlan/changeKinds``).
+    public var changeKinds: [String: Int] = [:]
+    /// The items removed, by name and last source.
+    public var removed: [IncrementalPlan.RemovedItem] = []
+    /// The plan in one line (``IncrementalPlan/summary``).
+    public var planSummary: String { IncrementalPlan.summary(classes, changeKinds) }
     /// Items whose source was decoded in this run.
     public var decodedItems = 0
     /// What the reused items took when they were made, in seconds.

@@ -32,6 +32,33 @@ public struct ItemRecord: Sendable, Equatable {
     /// The limits a failure was met under (``IncrementalPlan/failureFingerprint(_:)``):
     /// it is kept while they and the source stay the same.
     public var failureFingerprint = ""
+    /// The item's name when it was recorded (what a removed or kept item is reported by).
+    public var itemName = ""
+    /// ``ItemRecord/fieldsHash(_:)`` of the item's archived fields when it was
+    /// recorded ("" when unknown): a different one is a metadata edit.
+    public var fieldsHash = ""
+
+    /// A hash of what an item archives besides its photo: name, serial number,
+    /// value and the date the manifest gives.
+    public static func fieldsHash(_ item: ManifestItem) -> String {
+        var text = item.itemName + "\u{0}" + item.serialNumber + "\u{0}" + String(item.valueInDollars) + "\u{0}"
+        if let date = item.dateCreated { text += String(date.timeIntervalSince1970) }
+        return ContentHash.hex(text)
+    }
+}
+
+/// What the state's one sequential scan gives of a recorded item.
+public struct RecordedKey: Sendable {
+    public var itemKey: String
+    /// Whether the item had a photo.
+    public var hadSource: Bool
+    public var itemName: String
+    public var sourcePath: String
+    public var sourceSize: Int64
+    public var sourceHash: String
+    public var fieldsHash: String
+    /// Whether it failed (a failed item's outputs are nothing to move).
+    public var failed: Bool
 }
 
 /// The incremental-run state in `OUT/.thumbpipe/state.sqlite` (SQLite, WAL):
@@ -43,7 +70,8 @@ public final class RunState: @unchecked Sendable {
     /// The schema version this thumbpipe reads and writes.
     /// 2 added `missing_since` (a source missing while its outputs are kept); 3
     /// stores a failure structured (`failure_stage`, `failure` its message, and
-    /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`).
+    /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`), and
+    /// the item's name and a hash of its fields (`item_name`, `fields_hash`).
     /// An older state is upgraded in place when opened for writing, and read as it
     /// is when opened read-only (a dry run).
     public static let schemaVersion: Int64 = 3
@@ -92,7 +120,9 @@ public final class RunState: @unchecked Sendable {
                     thumbnail BLOB,
                     missing_since REAL,
                     failure_stage TEXT,
-                    failure_fingerprint TEXT NOT NULL DEFAULT ''
+                    failure_fingerprint TEXT NOT NULL DEFAULT '',
+                    item_name TEXT NOT NULL DEFAULT '',
+                    fields_hash TEXT NOT NULL DEFAULT ''
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -120,6 +150,8 @@ public final class RunState: @unchecked Sendable {
                 """
                 ALTER TABLE items ADD COLUMN failure_stage TEXT;
                 ALTER TABLE items ADD COLUMN failure_fingerprint TEXT NOT NULL DEFAULT '';
+                ALTER TABLE items ADD COLUMN item_name TEXT NOT NULL DEFAULT '';
+                ALTER TABLE items ADD COLUMN fields_hash TEXT NOT NULL DEFAULT '';
                 UPDATE items SET
                     failure_stage = CASE WHEN instr(failure, ':') > 1
                         AND substr(failure, 1, instr(failure, ':') - 1) IN (\(FailureStage.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))
@@ -163,7 +195,7 @@ public final class RunState: @unchecked Sendable {
                 SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                        store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
-                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint" : "NULL, NULL")
+                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', ''")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -173,7 +205,8 @@ public final class RunState: @unchecked Sendable {
                     thumbnailFingerprint: row.text(5) ?? "", storeFingerprint: row.text(6) ?? "",
                     dateCreated: row.real(7), storeSize: row.integer(8), storeModified: row.integer(9),
                     storeHash: row.text(10) ?? "", failure: nil, seconds: row.real(12) ?? 0,
-                    missingSince: row.real(13), failureFingerprint: row.text(15) ?? "")
+                    missingSince: row.real(13), failureFingerprint: row.text(15) ?? "", itemName: row.text(16) ?? "",
+                    fieldsHash: row.text(17) ?? "")
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -200,12 +233,21 @@ public final class RunState: @unchecked Sendable {
         return result
     }
 
-    /// Every recorded key, in one sequential scan, with whether its item had a photo.
-    public func forEachKey(_ body: (String, Bool) throws -> Void) throws {
+    /// Every recorded item, in one sequential scan (without its thumbnail).
+    public func forEachKey(_ body: (RecordedKey) throws -> Void) throws {
+        let extra = rowSchema >= 3 ? "item_name, fields_hash" : "'', ''"
         try withoutActuallyEscaping(body) { body in
             try lock.withLock {
-                try database.query("SELECT item_key, source_path != '' FROM items") { row in
-                    if let key = row.text(0) { try body(key, row.integer(1) != 0) }
+                try database.query(
+                    "SELECT item_key, source_path, source_size, source_hash, failure IS NOT NULL, \(extra) FROM items"
+                ) { row in
+                    guard let key = row.text(0) else { return }
+                    let path = row.text(1) ?? ""
+                    try body(
+                        RecordedKey(
+                            itemKey: key, hadSource: !path.isEmpty, itemName: row.text(5) ?? "", sourcePath: path,
+                            sourceSize: row.integer(2), sourceHash: row.text(3) ?? "", fieldsHash: row.text(6) ?? "",
+                            failed: row.integer(4) != 0))
                 }
             }
         }
@@ -229,8 +271,8 @@ public final class RunState: @unchecked Sendable {
                 INSERT OR REPLACE INTO items (
                     item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                     store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
-                    thumbnail, missing_since, failure_stage, failure_fingerprint
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -240,6 +282,7 @@ public final class RunState: @unchecked Sendable {
                     record.failure.map { .text($0.message) } ?? .null, .real(record.seconds),
                     thumbnail.map { .blob($0) } ?? .null, record.missingSince.map { .real($0) } ?? .null,
                     record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
+                    .text(record.itemName), .text(record.fieldsHash),
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
