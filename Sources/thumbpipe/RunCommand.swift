@@ -153,7 +153,8 @@ enum RunCommand {
         }
 
         let fullManifest = try loadManifest(
-            positionals[0], recursive: recursive, extensions: extensions, terminal: terminal)
+            positionals[0], recursive: recursive, extensions: extensions, settings: settings, output: output,
+            terminal: terminal)
         for warning in fullManifest.warnings { terminal.warning(warning) }
         var manifest = fullManifest
         var shardInfo: ShardInfo? = nil
@@ -310,9 +311,10 @@ enum RunCommand {
     }
 
     /// The manifest `run` was given: a file, a folder of photos, or `-` for standard input.
-    static func loadManifest(_ input: String, recursive: Bool, extensions: Set<String>?, terminal: Terminal) throws
-        -> Manifest
-    {
+    static func loadManifest(
+        _ input: String, recursive: Bool, extensions: Set<String>?, settings: PipelineSettings, output: String,
+        terminal: Terminal
+    ) throws -> Manifest {
         if input == "-" {
             // Read in chunks, as a file is: a million lines on a pipe are never held whole.
             var manifest = try Manifest.readJSONLines(
@@ -323,10 +325,12 @@ enum RunCommand {
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
-            let result = try FolderScan.scan([input], recursive: recursive, extensions: extensions)
-            if result.skipped > 0 {
-                terminal.diagnostic("thumbpipe: \(input): \(result.skipped) files that are not images skipped")
-            }
+            let result = try FolderScan.scan(
+                [input], recursive: recursive, extensions: extensions, formats: settings.limits.formats)
+            try FolderScan.checkRunInput(
+                input, result: result, recursive: recursive, output: output,
+                archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
+            if let skipped = result.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
             return FolderScan.manifest(result, name: input)
         }
         if ArchiveInput.isArchive(input) {

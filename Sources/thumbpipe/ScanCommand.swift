@@ -58,7 +58,7 @@ enum ScanCommand {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }
         terminal.summary(
-            "thumbpipe: \(result.entries.count) images\(result.skipped > 0 ? ", \(result.skipped) files that are not images skipped" : "")"
+            "thumbpipe: \(result.entries.count) images\(result.skippedSummary.map { "; \($0)" } ?? "")"
                 + (output.map { " → \($0)" } ?? ""))
         return 0
     }

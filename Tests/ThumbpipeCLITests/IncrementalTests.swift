@@ -248,7 +248,7 @@ struct IncrementalTests {
         let archive = try c.archive("out")
         let plan = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--quality", "0.9"])
         #expect(plan.status == 0)
-        #expect(plan.stdout.contains("plan: 0 new, 5 changed, 1 unchanged, 0 removed"))
+        #expect(plan.stdout.contains("plan: 0 new, 5 changed (5 settings), 1 unchanged, 0 removed"))
         #expect(plan.stdout.contains("store settings changed"))
         let json = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "--dry-run", "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])

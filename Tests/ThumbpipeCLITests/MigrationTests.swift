@@ -28,7 +28,7 @@ struct MigrationTests {
         let root = try photoFolder()
         let scanned = try runThumbpipe(["scan", "photos", "-r", "-o", "lists/items.jsonl"], in: root)
         #expect(scanned.status == 0, "\(scanned.stderr)")
-        #expect(scanned.stderr.contains("3 images, 1 files that are not images skipped"), "\(scanned.stderr)")
+        #expect(scanned.stderr.contains("3 images; 1 file skipped: 1 "), "\(scanned.stderr)")
         let lines = try String(contentsOfFile: root + "/lists/items.jsonl", encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 3)
         #expect(

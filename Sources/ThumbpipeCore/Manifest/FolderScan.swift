@@ -31,17 +31,38 @@ public enum FolderScan {
     public struct Result: Sendable {
         /// The images, sorted by relative path.
         public var entries: [Entry]
-        /// Regular files skipped because their content is not an image.
-        public var skipped: Int
+        /// Regular files skipped, by what they are: `MP4 video`, `PDF not in --formats`…
+        public var skippedKinds: [String: Int] = [:]
+        /// Files skipped because their names are not valid UTF-8, escaped (`caf\xe9.jpg`).
+        public var badNames: [String] = []
+
+        /// How many files were skipped.
+        public var skipped: Int { skippedKinds.values.reduce(0, +) + badNames.count }
+
+        /// `3 files skipped: 1 MP4 video, 1 PDF not in --formats, 1 name not UTF-8`, or nil.
+        public var skippedSummary: String? {
+            guard skipped > 0 else { return nil }
+            var kinds = skippedKinds.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
+                .map { "\($0.value) \($0.key)" }
+            if !badNames.isEmpty {
+                kinds.append(
+                    "\(badNames.count) with a name that is not UTF-8 (\(badNames.prefix(5).joined(separator: ", ")))")
+            }
+            return "\(skipped) file\(skipped == 1 ? "" : "s") skipped: " + kinds.joined(separator: ", ")
+        }
     }
 
-    /// Scans `folders` (and their sub-folders when `recursive`); hidden files and
-    /// folders are skipped, and with `extensions` only files with one of them
+    /// Scans `folders` (and their sub-folders when `recursive`) for files whose
+    /// signature is a format of `formats` (the worker's own check); hidden files
+    /// and folders are skipped, and with `extensions` only files with one of them
     /// (compared case-insensitively) are considered.
     /// - Throws: ``ThumbpipeError`` (66) when a folder cannot be read.
-    public static func scan(_ folders: [String], recursive: Bool, extensions: Set<String>? = nil) throws -> Result {
+    public static func scan(
+        _ folders: [String], recursive: Bool, extensions: Set<String>? = nil,
+        formats: ImageFormats = ImageFormats(ImageFormat.photoFormats)
+    ) throws -> Result {
         var entries: [Entry] = []
-        var skipped = 0
+        var result = Result(entries: [])
         let lowered = extensions.map {
             Set($0.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) })
         }
@@ -55,14 +76,20 @@ public enum FolderScan {
             var pending = [""]
             while let relative = pending.popLast() {
                 let directory = relative.isEmpty ? root : root + "/" + relative
-                let names: [String]
-                do {
-                    names = try FileManager.default.contentsOfDirectory(atPath: directory)
-                } catch {
-                    throw ThumbpipeError(
-                        .noInput, "\(directory): cannot read folder: \(ThumbpipeError.describe(error))")
+                guard let listed = FileInfo.names(in: directory) else {
+                    throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(ThumbpipeError.errnoText())")
                 }
-                for name in names where !name.hasPrefix(".") {
+                var names: [String] = []
+                for entry in listed where entry.bytes.first != 0x2E {
+                    if let text = entry.text {
+                        names.append(text)
+                    } else {
+                        // Not valid UTF-8 (an old zip's Latin-1): no path to hand on, but never dropped unsaid.
+                        let shown = (relative.isEmpty ? "" : relative + "/") + FileInfo.escaped(entry.bytes)
+                        result.badNames.append(prefix + shown)
+                    }
+                }
+                for name in names {
                     let path = directory + "/" + name
                     let childRelative = relative.isEmpty ? name : relative + "/" + name
                     guard let info = FileInfo(path: path, followingLinks: false) else { continue }
@@ -80,8 +107,13 @@ public enum FolderScan {
                         let ext = URL(fileURLWithPath: name).pathExtension.lowercased()
                         guard lowered.contains(ext) else { continue }
                     }
-                    if ImageFormat.sniff(Decode.head(path)) == nil {
-                        skipped += 1
+                    let head = Decode.head(path)
+                    guard let format = ImageFormat.sniff(head) else {
+                        result.skippedKinds[ImageFormat.describeOther(head), default: 0] += 1
+                        continue
+                    }
+                    guard formats.contains(format) else {
+                        result.skippedKinds["\(format.displayName) not in --formats", default: 0] += 1
                         continue
                     }
                     entries.append(Entry(relativePath: prefix + childRelative, path: path))
@@ -89,7 +121,46 @@ public enum FolderScan {
             }
         }
         entries.sort { Array($0.relativePath.utf8).lexicographicallyPrecedes(Array($1.relativePath.utf8)) }
-        return Result(entries: entries, skipped: skipped)
+        result.entries = entries
+        result.badNames.sort()
+        return result
+    }
+
+    /// Refuses a folder `run DIR` cannot mean (64 or 66, with what to type instead):
+    /// an output folder (`did you mean: run DIR/items.archive`); an output `-o`
+    /// inside the scanned tree (its store files would be scanned as photos next
+    /// night); a folder with no images (66, not a plan that removes everything),
+    /// or with images only in sub-folders without `-r` (66, with the hint).
+    public static func checkRunInput(
+        _ folder: String, result: Result, recursive: Bool, output: String, archiveFileName: String,
+        formats: ImageFormats
+    ) throws {
+        let root = absolute(folder)
+        if FileManager.default.fileExists(atPath: root + "/" + archiveFileName)
+            || FileManager.default.fileExists(atPath: root + "/.thumbpipe")
+        {
+            throw ThumbpipeError(
+                .usage,
+                "\(folder) is a thumbpipe output folder, not a folder of photos; did you mean: thumbpipe run \(folder.hasSuffix("/") ? folder : folder + "/")\(archiveFileName)"
+            )
+        }
+        let out = absolute(output)
+        let resolvedOut = OutputGuard.realPath(out) ?? out
+        let resolvedRoot = OutputGuard.realPath(root) ?? root
+        if resolvedOut == resolvedRoot || (recursive && resolvedOut.hasPrefix(resolvedRoot + "/")) {
+            throw ThumbpipeError(
+                .usage,
+                "-o \(output) is inside the scanned folder \(folder)\(recursive ? " (with -r)" : ""): its store files would be taken for photos on the next run; choose an output folder outside it"
+            )
+        }
+        guard result.entries.isEmpty else { return }
+        if !recursive, let deeper = try? scan([folder], recursive: true, formats: formats), !deeper.entries.isEmpty {
+            throw ThumbpipeError(
+                .noInput, "no images directly in \(folder); \(deeper.entries.count) in sub-folders: add -r")
+        }
+        throw ThumbpipeError(
+            .noInput,
+            "\(folder) has no images\(result.skippedSummary.map { " (\($0))" } ?? ""); nothing to run")
     }
 
     /// The manifest lines (JSONL) of `entries`, with `image` relative to `base`.

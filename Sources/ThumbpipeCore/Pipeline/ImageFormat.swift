@@ -62,6 +62,44 @@ public enum ImageFormat: String, Sendable, CaseIterable, Codable {
         self = format
     }
 
+    /// The brands of an ISO-BMFF file's `ftyp` box that mark HEIF and AVIF images.
+    static let heifBrands: Set<String> = [
+        "heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1", "mif2", "avif", "avis",
+    ]
+
+    /// The major and compatible brands of an ISO-BMFF `ftyp` box (as far as `head` holds them).
+    static func isoBrands(_ head: [UInt8]) -> Set<String> {
+        guard head.count >= 12 else { return [] }
+        let size = min(head.count, Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3]))
+        var brands: Set<String> = [String(decoding: head[8..<12], as: UTF8.self)]
+        var at = 16
+        while at + 4 <= size {
+            brands.insert(String(decoding: head[at..<at + 4], as: UTF8.self))
+            at += 4
+        }
+        return brands
+    }
+
+    /// What a file that is no image looks like, in a few words, from its first
+    /// bytes: `MP4 video`, `text`, … (what `scan` says it skipped).
+    public static func describeOther(_ head: [UInt8]) -> String {
+        if head.count >= 12, String(decoding: head[4..<8], as: UTF8.self) == "ftyp" {
+            let brands = isoBrands(head)
+            if brands.contains("qt  ") { return "QuickTime video" }
+            if brands.contains("crx ") { return "Canon raw (CR3)" }
+            return "MP4 video"
+        }
+        if head.starts(with: Array("ID3".utf8)) || (head.count > 1 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0) {
+            return "MP3 audio"
+        }
+        if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) { return "ZIP archive" }
+        if head.isEmpty { return "empty file" }
+        if head.prefix(64).allSatisfy({ (0x20...0x7E).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            return "text file"
+        }
+        return "file of unknown type"
+    }
+
     /// What a file's first bytes say it is, for naming a refused format; nil
     /// when they match no known signature. Reads no more than `head`.
     public static func sniff(_ head: [UInt8]) -> ImageFormat? {
@@ -74,8 +112,12 @@ public enum ImageFormat: String, Sendable, CaseIterable, Codable {
         if ascii("GIF8") { return .gif }
         if ascii("RIFF") && ascii("WEBP", at: 8) { return .webp }
         if ascii("ftyp", at: 4) {
-            if ascii("jxl ", at: 8) { return .jxl }
-            return .heif
+            // ISO-BMFF: an image only when a brand says so (MP4 and QuickTime video,
+            // Canon CR3 raws and the like share the box format).
+            let brands = isoBrands(head)
+            if brands.contains("jxl ") { return .jxl }
+            if !brands.isDisjoint(with: heifBrands) { return .heif }
+            return nil
         }
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
         if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) || starts([0xFF, 0x4F, 0xFF, 0x51]) {

@@ -117,3 +117,29 @@ public struct FileInfo: Sendable, Equatable {
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
     }
 }
+
+extension FileInfo {
+    /// The names in `folder` (not `.` or `..`), each as text when it is valid
+    /// UTF-8 and as its bytes always, so a name from an old Latin-1 zip is seen
+    /// (and can be reported) rather than lost; nil when the folder cannot be read.
+    public static func names(in folder: String) -> [(text: String?, bytes: [UInt8])]? {
+        guard let directory = opendir(folder) else { return nil }
+        defer { closedir(directory) }
+        var result: [(String?, [UInt8])] = []
+        while let entry = readdir(directory) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+            result.append((String(validating: bytes, as: UTF8.self), bytes))
+        }
+        return result
+    }
+
+    /// A name's bytes as text a terminal and a log can show: printable ASCII and
+    /// valid UTF-8 as they are, every other byte as `\xHH`.
+    public static func escaped(_ bytes: [UInt8]) -> String {
+        bytes.map {
+            (0x20...0x7E).contains($0) && $0 != 0x5C ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0)
+        }
+        .joined()
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import ThumbpipeCore
+import ThumbpipeTestSupport
+
+/// Folder inputs: only what a loader in limits.formats takes, every skip said
+/// and counted, and the folders a run cannot mean refused with what to type.
+@Suite("Folder inputs: what is skipped is said; wrong folders are refused", .serialized)
+struct FolderInputTests {
+    /// A folder with one photo and the non-photos a real collection holds.
+    func mixedFolder() throws -> String {
+        let folder = TestPaths.temporaryFolder("mixed-folder")
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/a.jpg")
+        // An MP4 (ISO-BMFF, brand isom), a PDF, an SVG, a JPEG XL (codestream).
+        let mp4 =
+            [0, 0, 0, 0x18] + Array("ftypisom".utf8) + [0, 0, 2, 0] + Array("isomiso2".utf8)
+            + [UInt8](repeating: 0, count: 64)
+        try Data(mp4).write(to: URL(fileURLWithPath: folder + "/clip.mp4"))
+        try Data("%PDF-1.4\n%âãÏÓ\n1 0 obj\n<<>>\nendobj\n".utf8).write(
+            to: URL(fileURLWithPath: folder + "/receipt.pdf"))
+        try Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>"#.utf8).write(
+            to: URL(fileURLWithPath: folder + "/logo.svg"))
+        try Data([0xFF, 0x0A, 0xFA, 0x7F, 0x01, 0x90, 0x08] + [UInt8](repeating: 0, count: 32)).write(
+            to: URL(fileURLWithPath: folder + "/photo.jxl"))
+        return folder
+    }
+
+    @Test("scan and run DIR keep what limits.formats takes and say what they skipped, by kind")
+    func skippedByKind() throws {
+        let folder = try mixedFolder()
+        let scan = try runThumbpipe(["scan", folder])
+        #expect(scan.status == 0)
+        #expect(
+            scan.stdout.split(separator: "\n").count == 2, "the JPEG and the JPEG XL (a default format): \(scan.stdout)"
+        )
+        #expect(
+            scan.stderr.contains("3 files skipped: 1 MP4 video, 1 PDF not in --formats, 1 SVG not in --formats"),
+            "\(scan.stderr)")
+        let run = try runThumbpipe(["run", folder, "-o", folder + "-out", "-q", "--formats", "jpeg,png"])
+        #expect(run.status == 0, "the non-photos are not items that fail every night: \(run.stderr)")
+        #expect(
+            run.stderr.contains(
+                "4 files skipped: 1 JPEG XL not in --formats, 1 MP4 video, 1 PDF not in --formats, 1 SVG not in --formats"
+            ),
+            "\(run.stderr)")
+        #expect(try KeyedArchiveReader(path: folder + "-out/items.archive").count == 1)
+    }
+
+    @Test("A file name that is not UTF-8 (Latin-1 from an old zip) is counted and listed escaped, never dropped unsaid")
+    func latin1Name() throws {
+        let folder = TestPaths.temporaryFolder("latin1")
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/a.jpg")
+        let photo = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg")))
+        // "café.jpg" in Latin-1: 0xE9 alone is no UTF-8.
+        let name = Array((folder + "/caf").utf8) + [0xE9] + Array(".jpg".utf8) + [0]
+        let fd = name.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) }
+        }
+        #expect(fd >= 0)
+        _ = photo.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let scan = try runThumbpipe(["scan", folder])
+        #expect(scan.status == 0 && scan.stdout.split(separator: "\n").count == 1)
+        #expect(
+            scan.stderr.contains(#"1 file skipped: 1 with a name that is not UTF-8 (caf\xe9.jpg)"#), "\(scan.stderr)")
+        let run = try runThumbpipe(["run", folder, "-o", folder + "-out", "-q"])
+        #expect(run.status == 0 && run.stderr.contains(#"caf\xe9.jpg"#), "\(run.stderr)")
+    }
+
+    @Test(
+        "run DIR refuses an output folder (did you mean DIR/items.archive), -o inside DIR, no images, images only below"
+    )
+    func wrongFolders() throws {
+        let (folder, manifest) = try photoCollection("wrong", [("a.jpg", "Nikon-D3100.jpg", "A", "ka")])
+        let out = folder + "/out"
+        #expect(try runThumbpipe(["run", manifest, "-o", out, "-q"]).status == 0)
+        // The app's Documents folder given instead of its archive.
+        let documents = try runThumbpipe(["run", out, "-o", folder + "/new", "-q"])
+        #expect(documents.status == 64, "\(documents.stderr)")
+        #expect(documents.stderr.contains("did you mean: thumbpipe run \(out)/items.archive"), "\(documents.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/new/items.archive"))
+        // The output inside the scanned tree: its store files would be photos next night.
+        let collection = TestPaths.temporaryFolder("c3")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: collection + "/a.jpg")
+        let inside = try runThumbpipe(["run", collection, "-r", "-o", collection + "/thumbs", "-q"])
+        #expect(inside.status == 64 && inside.stderr.contains("is inside the scanned folder"), "\(inside.stderr)")
+        let same = try runThumbpipe(["run", collection, "-o", collection, "-q"])
+        #expect(same.status == 64, "\(same.stderr)")
+        // Photos only in sub-folders, without -r.
+        let nested = TestPaths.temporaryFolder("nested")
+        for sub in ["2019", "2020"] {
+            try FileManager.default.createDirectory(atPath: nested + "/" + sub, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: nested + "/" + sub + "/a.jpg")
+        }
+        let flat = try runThumbpipe(["run", nested, "-o", nested + "-out", "-q"])
+        #expect(flat.status == 66, "\(flat.stderr)")
+        #expect(flat.stderr.contains("no images directly in \(nested); 2 in sub-folders: add -r"), "\(flat.stderr)")
+        #expect(try runThumbpipe(["run", nested, "-r", "-o", nested + "-out", "-q"]).status == 0)
+        // An empty folder over last night's output: refused, nothing removed.
+        let empty = TestPaths.temporaryFolder("empty")
+        let refused = try runThumbpipe(["run", empty, "-o", nested + "-out", "-q"])
+        #expect(refused.status == 66 && refused.stderr.contains("has no images"), "\(refused.stderr)")
+        #expect(try KeyedArchiveReader(path: nested + "-out/items.archive").count == 2)
+    }
+}
