@@ -55,7 +55,7 @@ _thumbpipe() {
                   --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html
                   --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --rebuild-state --exit-on-failure --sandbox --shard --run-id
                   -q --quiet -h --help" ;;
-        scan) opts="-o --output -r --recursive --ext --force -q --quiet -h --help" ;;
+        scan) opts="-o --output -r --recursive --ext --force --update -q --quiet -h --help" ;;
         inspect) opts="--json -q --quiet -h --help" ;;
         extract) opts="-q --quiet -h --help" ;;
         contact-sheet) opts="-o --output --columns --per-sheet -q --quiet -h --help" ;;

@@ -70,6 +70,7 @@ complete -c thumbpipe -n $scan -s o -l output -r -F -d 'write the manifest there
 complete -c thumbpipe -n $scan -s r -l recursive -d 'look in sub-folders too'
 complete -c thumbpipe -n $scan -l ext -x -d 'only these extensions'
 complete -c thumbpipe -n $scan -l force -d 'overwrite an existing manifest'
+complete -c thumbpipe -n $scan -l update -r -F -d 'add new photos to an existing manifest'
 
 # inspect, extract, report
 complete -c thumbpipe -n "__fish_seen_subcommand_from inspect extract report" -F

@@ -294,6 +294,13 @@ enum RunCommand {
             for item in result.removed.prefix(20) { terminal.diagnostic("  removed: \(item)") }
             if result.removed.count > 20 { terminal.diagnostic("  … and \(result.removed.count - 20) more removed") }
         }
+        if !result.duplicates.isEmpty {
+            let items = result.duplicates.reduce(0) { $0 + $1.count }
+            let shown = result.duplicates.prefix(5).map { $0.map(\.itemName).joined(separator: " = ") }
+            terminal.diagnostic(
+                "thumbpipe: \(items) items share their photo with another (the same content): \(shown.joined(separator: "; "))"
+                    + (result.duplicates.count > 5 ? "; … (see duplicates in the report)" : ""))
+        }
         if result.datesFromFileTimeCount > 0 {
             terminal.diagnostic(
                 "thumbpipe: \(result.datesFromFileTimeCount) items are dated by their file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"

@@ -4,7 +4,7 @@ import ThumbpipeCore
 /// `thumbpipe scan`: a manifest of the images in folders.
 enum ScanCommand {
     static let help = """
-        USAGE: thumbpipe scan DIR... [-o FILE] [--recursive] [--ext LIST]
+        USAGE: thumbpipe scan DIR... [-o FILE | --update FILE] [--recursive] [--ext LIST]
 
         Writes a manifest (JSONL) of the images in the folders, sorted by path: one
         item per image, named by its file name without the extension, its image
@@ -18,6 +18,9 @@ enum ScanCommand {
           -o, --output FILE   write the manifest there (default: standard output)
           -r, --recursive     look in sub-folders too
           --force             with -o: overwrite an existing FILE (refused by default)
+          --update FILE       add the photos FILE (a JSONL manifest) does not name yet
+                              at its end, keep every line of it as it is, and list
+                              the photos it names that are gone
           --ext LIST          only files with these extensions, e.g. jpg,jpeg,heic
           -q, --quiet         no count of skipped files
           -h, --help          this help
@@ -26,6 +29,7 @@ enum ScanCommand {
     static func main(_ argv: [String], terminal: Terminal) throws -> Int32 {
         guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
         let output = try args.option("-o", "--output")
+        let update = try args.option("--update")
         let recursive = args.flag("-r", "--recursive")
         let force = args.flag("--force")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
@@ -34,7 +38,10 @@ enum ScanCommand {
             throw ThumbpipeError(.usage, "scan needs at least one DIR (see 'thumbpipe scan --help')")
         }
         let result = try FolderScan.scan(folders, recursive: recursive, extensions: extensions)
-        if let output {
+        if let update {
+            guard output == nil else { throw ThumbpipeError(.usage, "--update FILE and -o FILE: give one") }
+            try Self.update(update, with: result, terminal: terminal)
+        } else if let output {
             let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
@@ -57,9 +64,44 @@ enum ScanCommand {
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }
+        let duplicates = FolderScan.duplicates(result.entries)
+        if !duplicates.isEmpty {
+            let shown = duplicates.prefix(5).map { $0.map(\.relativePath).joined(separator: " = ") }
+            terminal.warning(
+                "\(duplicates.reduce(0) { $0 + $1.count }) images are byte-identical to another (each becomes its own item): "
+                    + shown.joined(separator: "; ") + (duplicates.count > 5 ? "; …" : ""))
+        }
         terminal.summary(
             "thumbpipe: \(result.entries.count) images\(result.skippedSummary.map { "; \($0)" } ?? "")"
                 + (output.map { " → \($0)" } ?? ""))
         return 0
+    }
+
+    /// `scan --update FILE`: the photos FILE does not name yet appended as new lines;
+    /// its own lines kept byte for byte, in their order; the photos it names that
+    /// are gone listed (their lines stay: whether they go is the user's call).
+    static func update(_ path: String, with result: FolderScan.Result, terminal: Terminal) throws {
+        guard path.hasSuffix(".jsonl") || path.hasSuffix(".ndjson") else {
+            throw ThumbpipeError(.usage, "--update takes a JSONL manifest (.jsonl), not \(path)")
+        }
+        let manifest = try Manifest.read(path: path)
+        let named = Set(manifest.items.compactMap { $0.imagePath.map { FolderScan.absolute($0) } })
+        let added = result.entries.filter { !named.contains(FolderScan.absolute($0.path)) }
+        let gone = manifest.items.filter { item in item.imagePath.map { FileInfo(path: $0) == nil } ?? false }
+        var text = try Data(contentsOf: URL(fileURLWithPath: path))
+        if !added.isEmpty {
+            if let last = text.last, last != UInt8(ascii: "\n") { text.append(UInt8(ascii: "\n")) }
+            let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            text.append(Data(FolderScan.jsonLines(added, relativeTo: base.isEmpty ? "." : base).utf8))
+            // Written as every -o FILE is: atomically, a symlink followed to the file it names.
+            try OutputTarget.resolve(path, for: "--update", protecting: ProtectedPaths()).write(text)
+        }
+        for item in gone.prefix(20) {
+            terminal.warning("\(path):\(item.line): \(item.image ?? "") (\(item.itemName)) is gone; its line is kept")
+        }
+        if gone.count > 20 { terminal.warning("… and \(gone.count - 20) more photos gone") }
+        terminal.summary(
+            "thumbpipe: \(path): \(added.count) new photos added, \(manifest.items.count) lines kept as they were"
+                + (gone.isEmpty ? "" : ", \(gone.count) photos gone"))
     }
 }

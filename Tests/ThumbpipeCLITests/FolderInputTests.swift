@@ -105,3 +105,68 @@ struct FolderInputTests {
         #expect(try KeyedArchiveReader(path: nested + "-out/items.archive").count == 2)
     }
 }
+
+@Suite("scan --update and duplicates", .serialized)
+struct ScanUpdateTests {
+    @Test("scan --update adds new photos at the end, keeps every edited line in its place, lists the photos gone")
+    func updateKeepsEdits() throws {
+        let folder = TestPaths.temporaryFolder("update")
+        let photos = folder + "/photos"
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        for (name, fixture) in [("a.jpg", "Nikon-D3100.jpg"), ("b.jpg", "Canon-EOS-1000D.jpg")] {
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("photos/" + fixture), toPath: photos + "/" + name)
+        }
+        let manifest = folder + "/items.jsonl"
+        #expect(try runThumbpipe(["scan", photos, "-o", manifest]).status == 0)
+        // The user edits names and values, and reorders nothing.
+        var lines = try String(contentsOfFile: manifest, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[0] = lines[0].replacingOccurrences(
+            of: #""itemName": "a""#, with: #""itemName": "Red Bike", "valueInDollars": 120"#)
+        let edited = lines.joined(separator: "\n") + "\n"
+        try Data(edited.utf8).write(to: URL(fileURLWithPath: manifest))
+        // A new photo arrives, one goes.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Nikon-Coolpix-P7000.webp"), toPath: photos + "/c.webp")
+        try FileManager.default.removeItem(atPath: photos + "/b.jpg")
+        let update = try runThumbpipe(["scan", photos, "--update", manifest])
+        #expect(update.status == 0, "\(update.stderr)")
+        #expect(update.stderr.contains("items.jsonl:2: photos/b.jpg (b) is gone; its line is kept"), "\(update.stderr)")
+        #expect(
+            update.stderr.contains("1 new photos added, 2 lines kept as they were, 1 photos gone"), "\(update.stderr)")
+        let after = try String(contentsOfFile: manifest, encoding: .utf8)
+        #expect(after.hasPrefix(edited), "every line as it was, in its place")
+        #expect(after.dropFirst(edited.count).contains(#""image": "photos/c.webp""#), "\(after)")
+        #expect(after.split(separator: "\n").count == 3)
+        // Nothing new: the file is not rewritten.
+        let again = try runThumbpipe(["scan", photos, "--update", manifest])
+        let unchanged = try String(contentsOfFile: manifest, encoding: .utf8)
+        #expect(again.status == 0 && unchanged == after)
+        #expect(try runThumbpipe(["scan", photos, "--update", manifest, "-o", folder + "/x.jsonl"]).status == 64)
+    }
+
+    @Test("Byte-identical photos are flagged by scan and by the run's summary and report")
+    func duplicatesFlagged() throws {
+        let (folder, manifest) = try photoCollection(
+            "duplicates",
+            [
+                ("a.jpg", "Nikon-D3100.jpg", "Bike", "ka"), ("copy.jpg", "Nikon-D3100.jpg", "Bike copy", "kc"),
+                ("b.jpg", "Canon-EOS-1000D.jpg", "Lamp", "kb"),
+            ])
+        let scan = try runThumbpipe(["scan", folder])
+        #expect(scan.stderr.contains("2 images are byte-identical to another"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("a.jpg = copy.jpg"), "\(scan.stderr)")
+        let out = folder + "/out"
+        let run = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(run.status == 0)
+        #expect(
+            run.stderr.contains("2 items share their photo with another (the same content): Bike = Bike copy"),
+            "\(run.stderr)")
+        let groups = try #require(readJSONObject(out + "/.thumbpipe/report.json")["duplicates"] as? [[[String: Any]]])
+        #expect(
+            groups.count == 1 && Set(groups[0].compactMap { $0["itemKey"] as? String }) == ["ka", "kc"], "\(groups)")
+        // A night with nothing to do says so too.
+        let unchanged = try runThumbpipe(["run", manifest, "-o", out, "-q"])
+        #expect(unchanged.stderr.contains("2 items share their photo with another"), "\(unchanged.stderr)")
+    }
+}

@@ -163,6 +163,24 @@ public enum FolderScan {
             "\(folder) has no images\(result.skippedSummary.map { " (\($0))" } ?? ""); nothing to run")
     }
 
+    /// The entries that are byte-identical to another, in groups: sizes first,
+    /// then the content hash of only the files that share a size.
+    public static func duplicates(_ entries: [Entry]) -> [[Entry]] {
+        var bySize: [Int64: [Entry]] = [:]
+        for entry in entries {
+            if let size = FileInfo(path: entry.path)?.size { bySize[size, default: []].append(entry) }
+        }
+        var groups: [[Entry]] = []
+        for (_, same) in bySize where same.count > 1 {
+            var byHash: [String: [Entry]] = [:]
+            for entry in same {
+                if let hash = ContentHash.file(entry.path) { byHash[hash, default: []].append(entry) }
+            }
+            groups += byHash.values.filter { $0.count > 1 }
+        }
+        return groups.sorted { $0[0].relativePath < $1[0].relativePath }
+    }
+
     /// The manifest lines (JSONL) of `entries`, with `image` relative to `base`.
     public static func jsonLines(_ entries: [Entry], relativeTo base: String) -> String {
         let folder = absolute(base)
@@ -185,7 +203,7 @@ public enum FolderScan {
     }
 
     /// `path` made absolute against the current directory, without `.` or `..`.
-    static func absolute(_ path: String) -> String {
+    public static func absolute(_ path: String) -> String {
         let url =
             path.hasPrefix("/")
             ? URL(fileURLWithPath: path)

@@ -105,6 +105,8 @@ public struct RunReport: Sendable, Codable {
     /// future): the first 1,000, and how many in all.
     public var datesFromFileTime: [DateGuess] = []
     public var datesFromFileTimeCount = 0
+    /// Items that share a photo (the same content hash), in groups.
+    public var duplicates: [[DuplicateItem]] = []
 
     /// An empty report.
     public init() {}
@@ -150,6 +152,7 @@ public struct RunReport: Sendable, Codable {
         sample = result.sample
         datesFromFileTime = result.datesFromFileTime
         datesFromFileTimeCount = result.datesFromFileTimeCount
+        duplicates = result.duplicates
     }
 
     /// Reads a report file.

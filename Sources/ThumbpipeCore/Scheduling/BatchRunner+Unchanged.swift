@@ -50,6 +50,10 @@ extension BatchRunner {
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
         result.classes = plan.counts
         result.changeKinds = plan.changeKinds
+        result.duplicates =
+            (try state.meta("duplicates")).flatMap {
+                try? JSONDecoder().decode([[DuplicateItem]].self, from: Data($0.utf8))
+            } ?? []
         result.timeSavedSeconds = plan.savedSeconds
         result.startTime = startTime
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()

@@ -123,6 +123,10 @@ public final class BatchRunner: Sendable {
         }
         try state?.commit()
         if state != nil { OutputGuard.clearClaims(in: options.outputFolder) }
+        // Kept for the nights with nothing to do, which do not look.
+        let duplicates = try state?.duplicates() ?? []
+        try state?.setMeta(
+            "duplicates", String(decoding: (try? JSONEncoder().encode(duplicates)) ?? Data("[]".utf8), as: UTF8.self))
         let totals = sink.totals
         var result = RunResult(
             total: manifest.items.count, succeeded: totals.succeeded,
@@ -134,6 +138,7 @@ public final class BatchRunner: Sendable {
         result.slowest = totals.profiles.slowest
         result.datesFromFileTime = totals.dateGuesses
         result.datesFromFileTimeCount = totals.dateGuessCount
+        result.duplicates = duplicates
         result.sample = totals.profiles.sample
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes

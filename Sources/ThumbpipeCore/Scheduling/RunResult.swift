@@ -57,4 +57,6 @@ public struct RunResult: Sendable {
     public var datesFromFileTime: [DateGuess] = []
     /// How many items' dates are guesses.
     public var datesFromFileTimeCount = 0
+    /// Items that share a photo (the same content), in groups.
+    public var duplicates: [[DuplicateItem]] = []
 }

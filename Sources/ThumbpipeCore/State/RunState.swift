@@ -47,6 +47,12 @@ public struct ItemRecord: Sendable, Equatable {
     }
 }
 
+/// An item whose photo another item has too.
+public struct DuplicateItem: Sendable, Codable, Equatable {
+    public var itemKey: String
+    public var itemName: String
+}
+
 /// What the state's one sequential scan gives of a recorded item.
 public struct RecordedKey: Sendable {
     public var itemKey: String
@@ -251,6 +257,29 @@ public final class RunState: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The items that share a photo (the same content hash), in groups of at
+    /// least two: each group its items' keys and names, at most `limit` groups.
+    public func duplicates(limit: Int = 1000) throws -> [[DuplicateItem]] {
+        guard rowSchema >= 3 else { return [] }
+        var groups: [String: [DuplicateItem]] = [:]
+        var order: [String] = []
+        try lock.withLock {
+            try database.query(
+                """
+                SELECT source_hash, item_key, item_name FROM items WHERE source_hash IN (
+                    SELECT source_hash FROM items WHERE source_hash != '' AND failure IS NULL
+                    GROUP BY source_hash HAVING COUNT(*) > 1 LIMIT \(limit))
+                ORDER BY source_hash, item_key
+                """
+            ) { row in
+                let hash = row.text(0) ?? ""
+                if groups[hash] == nil { order.append(hash) }
+                groups[hash, default: []].append(DuplicateItem(itemKey: row.text(1) ?? "", itemName: row.text(2) ?? ""))
+            }
+        }
+        return order.compactMap { groups[$0] }
     }
 
     /// Saves are committed in batches: every ``batchItems`` items or ``batchSeconds``,
