@@ -170,3 +170,36 @@ struct ScanUpdateTests {
         #expect(unchanged.stderr.contains("2 items share their photo with another"), "\(unchanged.stderr)")
     }
 }
+
+@Suite("sRGB by the numbers, end to end")
+struct SRGBEndToEndTests {
+    @Test("A photo tagged with a profile named sRGB but P3's primaries is converted; one tagged with sRGB itself is not")
+    func taggedPhotos() throws {
+        let folder = TestPaths.temporaryFolder("srgb-tags")
+        let source = TestPaths.fixture("photos/Nikon-D3100.jpg")
+        try CraftedProfiles.tag(source, with: CraftedProfiles.srgb(), to: folder + "/srgb.jpg")
+        try CraftedProfiles.tag(source, with: CraftedProfiles.srgbNamedP3(), to: folder + "/named.jpg")
+        try CraftedProfiles.tag(source, with: CraftedProfiles.linear(CraftedProfiles.srgb()), to: folder + "/linear.jpg")
+        let manifest = writeFile(
+            folder, "items.jsonl",
+            [
+                #"{"itemName": "sRGB", "image": "srgb.jpg", "itemKey": "srgb"}"#,
+                #"{"itemName": "named", "image": "named.jpg", "itemKey": "named"}"#,
+                #"{"itemName": "linear", "image": "linear.jpg", "itemKey": "linear"}"#,
+            ].joined(separator: "\n") + "\n")
+        let out = folder + "/out"
+        let run = try runThumbpipe(["run", manifest, "-o", out, "-q", "--jobs", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        // The three sources hold the same pixels: only their profiles differ.
+        let archive = try KeyedArchiveReader(path: out + "/items.archive")
+        let srgb = try #require(try archive.validItem(at: 0).thumbnailData)
+        let named = try #require(try archive.validItem(at: 1).thumbnailData)
+        let linear = try #require(try archive.validItem(at: 2).thumbnailData)
+        #expect(named != srgb, "P3's primaries under the name sRGB: converted, so the colours differ")
+        #expect(linear != srgb, "a linear curve under the name sRGB: converted")
+        // And the store files: a real sRGB passes as the pixels it has.
+        let plain = try DecodedTestImage.load(png: srgb)
+        let p3 = try DecodedTestImage.load(png: named)
+        #expect(psnr(plain.pixels, p3.pixels) < 45, "visibly converted (PSNR \(psnr(plain.pixels, p3.pixels)) dB)")
+    }
+}

@@ -121,79 +121,29 @@ extension ColourTests {
 /// sRGB is decided by a profile's numbers, not its name.
 @Suite("sRGB by the numbers")
 struct SRGBByNumbersTests {
-    /// libvips's own sRGB profile.
-    static func srgb() throws -> [UInt8] {
-        try LibVips.start()
-        var data: UnsafeRawPointer? = nil
-        var length = 0
-        var blob: UnsafeMutableRawPointer? = nil
-        #expect(CVipsShim_profile_load("srgb", &data, &length, &blob) == 0)
-        defer { CVipsShim_blob_unref(blob) }
-        return [UInt8](UnsafeRawBufferPointer(start: data, count: length))
-    }
-
-    /// Where a tag's data starts in `profile`.
-    static func offset(of tag: String, in profile: [UInt8]) -> Int? {
-        func u32(_ at: Int) -> Int { profile[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
-        for i in 0..<u32(128) where String(decoding: profile[(132 + i * 12)..<(136 + i * 12)], as: UTF8.self) == tag {
-            return u32(132 + i * 12 + 4)
-        }
-        return nil
-    }
-
-    /// `profile` with a colorant tag's X, Y, Z replaced (s15Fixed16).
-    static func setting(_ tag: String, _ xyz: [Double], in profile: [UInt8]) throws -> [UInt8] {
-        var bytes = profile
-        let start = try #require(Self.offset(of: tag, in: profile))
-        for (i, value) in xyz.enumerated() {
-            let fixed = UInt32(bitPattern: Int32((value * 65536).rounded()))
-            bytes.replaceSubrange(
-                (start + 8 + 4 * i)..<(start + 12 + 4 * i),
-                with: [UInt8(fixed >> 24), UInt8(fixed >> 16 & 255), UInt8(fixed >> 8 & 255), UInt8(fixed & 255)])
-        }
-        return bytes
-    }
-
-    /// `profile` with every tone curve a gamma of 1 (a `curv` of one entry, 1.0 in u8.8), in place.
-    static func linear(_ profile: [UInt8]) throws -> [UInt8] {
-        var bytes = profile
-        for tag in ["rTRC", "gTRC", "bTRC"] {
-            let start = try #require(Self.offset(of: tag, in: profile))
-            bytes.replaceSubrange(start..<(start + 14), with: Array("curv".utf8) + [0, 0, 0, 0, 0, 0, 0, 1, 1, 0])
-        }
-        return bytes
-    }
-
-    /// Display P3's colorants, adapted to D50 (as a P3 profile holds them).
-    static let p3 = (r: [0.5151, 0.2412, -0.0011], g: [0.2920, 0.6922, 0.0419], b: [0.1571, 0.0666, 0.7841])
-
     static func isSRGB(_ profile: [UInt8]) -> Bool { profile.withUnsafeBytes { ICCProfile($0)?.isSRGB } ?? false }
 
     @Test("libvips's sRGB is sRGB; named sRGB with P3's primaries, or with a linear curve, is not")
     func numbersNotNames() throws {
-        let srgb = try Self.srgb()
+        let srgb = try CraftedProfiles.srgb()
         #expect(Self.isSRGB(srgb))
         #expect(srgb.withUnsafeBytes { ICCProfile($0)?.description?.lowercased().contains("srgb") } == true)
-        var p3Named = try Self.setting("rXYZ", Self.p3.r, in: srgb)
-        p3Named = try Self.setting("gXYZ", Self.p3.g, in: p3Named)
-        p3Named = try Self.setting("bXYZ", Self.p3.b, in: p3Named)
+        let p3Named = try CraftedProfiles.srgbNamedP3()
         #expect(!Self.isSRGB(p3Named), "other primaries, same name")
         #expect(p3Named.withUnsafeBytes { ShaperConversion(profile: $0) } != nil, "converted through the tables")
-        #expect(!Self.isSRGB(try Self.linear(srgb)), "a linear curve, same name")
+        #expect(!Self.isSRGB(try CraftedProfiles.linear(srgb)), "a linear curve, same name")
         // Within the stated tolerance: sRGB's red a rounding step off is still sRGB.
         let red = try #require(srgb.withUnsafeBytes { ICCProfile($0)?.colorant("rXYZ") })
-        #expect(Self.isSRGB(try Self.setting("rXYZ", red.map { $0 + 0.0005 }, in: srgb)))
-        #expect(!Self.isSRGB(try Self.setting("rXYZ", red.map { $0 + 0.01 }, in: srgb)))
+        #expect(Self.isSRGB(try CraftedProfiles.setting("rXYZ", red.map { $0 + 0.0005 }, in: srgb)))
+        #expect(!Self.isSRGB(try CraftedProfiles.setting("rXYZ", red.map { $0 + 0.01 }, in: srgb)))
     }
 
     @Test(
         "A photo tagged 'sRGB' with P3's primaries is converted (its colours change); one tagged with sRGB itself is not"
     )
     func taggedPhotos() throws {
-        let srgb = try Self.srgb()
-        var p3Named = try Self.setting("rXYZ", Self.p3.r, in: srgb)
-        p3Named = try Self.setting("gXYZ", Self.p3.g, in: p3Named)
-        p3Named = try Self.setting("bXYZ", Self.p3.b, in: p3Named)
+        let srgb = try CraftedProfiles.srgb()
+        let p3Named = try CraftedProfiles.srgbNamedP3()
         // Saturated colours: every 8-bit RGB colour, 4096 × 4096.
         let plain = try ColourTests.everyColour(tagged: srgb)
         let decode = Decode(limits: PipelineSettings().limits)
