@@ -44,7 +44,8 @@ _thumbpipe() {
         -o | --output | --log | --trace)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
         -j | --jobs | --width | --height | --scale | --corner-radius | --quality | --max-pixels | \
-            --timeout | --set | --ext | --max-removed | --shard | --run-id | --wait | --columns | --per-sheet)
+            --timeout | --set | --ext | --max-removed | --shard | --run-id | --wait | --columns | --per-sheet | \
+            --trace-sample)
             return ;;
     esac
 
@@ -53,7 +54,7 @@ _thumbpipe() {
         run)
             opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale
                   --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html
-                  --log --trace --force --dry-run --json --max-removed --verify-content --prune-missing --rebuild-state --exit-on-failure --sandbox --shard --run-id
+                  --log --trace --trace-sample --force --dry-run --json --max-removed --verify-content --prune-missing --rebuild-state --exit-on-failure --sandbox --shard --run-id
                   -q --quiet -h --help" ;;
         scan) opts="-o --output -r --recursive --ext --force --update -q --quiet -h --help" ;;
         inspect) opts="--json -q --quiet -h --help" ;;

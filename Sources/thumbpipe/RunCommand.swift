@@ -31,7 +31,9 @@ enum RunCommand {
                                     reason, milliseconds
           --trace FILE              write a Chrome trace (each item's stage spans with
                                     its file, format and size, a track per worker)
-                                    that opens in Perfetto
+                                    that opens in Perfetto; at most 256 MB (about
+                                    130,000 items), past which items are counted
+          --trace-sample N          with --trace: trace one item in N
           --force                   redo every item, whatever the previous run did
           --dry-run                 print what a run would do (new, changed, unchanged,
                                     removed) and write nothing
@@ -78,6 +80,10 @@ enum RunCommand {
         let output = try args.option("-o", "--output") ?? "out"
         let pipelineName = try args.option("--pipeline") ?? PipelineCatalog.defaultName
         let tracePath = try args.option("--trace")
+        let traceSample =
+            try args.option("--trace-sample").map {
+                try Int(option: $0, name: "--trace-sample", range: 1...1_000_000_000)
+            } ?? 1
         let force = args.flag("--force")
         let dryRun = args.flag("--dry-run")
         let json = args.flag("--json")
@@ -245,9 +251,10 @@ enum RunCommand {
             },
             onProgress: { done in terminal.progress(done: done, total: total) },
             onItem: onItem)
+        let trace = try traceTarget.map { try TraceWriter(target: $0, workers: jobs, sampleEvery: traceSample) }
         let runner = BatchRunner(
-            manifest: manifest, settings: settings, options: options, plan: plan, state: state,
-            trace: try traceTarget.map { try TraceWriter(target: $0, workers: jobs) }, hooks: hooks)
+            manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
+            hooks: hooks)
         let cancel = CancellationFlag()
         signals.forward(to: cancel)
 
@@ -293,6 +300,11 @@ enum RunCommand {
             terminal.diagnostic("thumbpipe: \(result.planSummary); \(result.decodedItems) decoded")
             for item in result.removed.prefix(20) { terminal.diagnostic("  removed: \(item)") }
             if result.removed.count > 20 { terminal.diagnostic("  … and \(result.removed.count - 20) more removed") }
+        }
+        if let trace, trace.droppedItems > 0 {
+            terminal.warning(
+                "the trace reached its \(TraceWriter.defaultByteLimit >> 20) MB cap: \(trace.droppedItems) items after it are not in it; --trace-sample N traces one item in N over the whole run"
+            )
         }
         if !result.duplicates.isEmpty {
             let items = result.duplicates.reduce(0) { $0 + $1.count }

@@ -55,6 +55,34 @@ struct CLITests {
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: extracted)) == ["portrait.png", "dice.png"])
     }
 
+    @Test("--trace-sample N traces one item in N; a trace past its cap counts the items it leaves out")
+    func traceIsBounded() throws {
+        let corpus = TestPaths.fixtures.path
+        let (folder, path) = manifest(
+            (0..<6).map {
+                #"{"itemName": "I\#($0)", "image": "\#(corpus)/edge/tiny-1x1-rgb_1x1.png", "itemKey": "k\#($0)"}"#
+            })
+        let trace = folder + "/trace.json"
+        let result = try runThumbpipe(
+            ["run", path, "-o", folder + "/out", "--jobs", "1", "--trace", trace, "--trace-sample", "3", "-q"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: trace))) as? [String: Any])
+        let spans = try #require(json["traceEvents"] as? [[String: Any]]).filter { $0["ph"] as? String == "X" }
+        let keys = Set(spans.compactMap { ($0["args"] as? [String: Any])?["itemKey"] as? String })
+        #expect(keys.count == 2, "one in three of six items: \(keys.sorted())")
+        #expect(try runThumbpipe(["run", path, "-o", folder + "/out", "--trace-sample", "0"]).status == 64)
+        // The cap, small: the first item fills it, the rest are counted; the file is still a whole trace.
+        let capped = folder + "/capped.json"
+        let writer = try TraceWriter(target: .own(capped), workers: 1, byteLimit: 10)
+        var spansOfItem = Spans()
+        spansOfItem.measure(.decode) {}
+        for i in 0..<5 { writer.record(spansOfItem, worker: 0, itemKey: "k\(i)", line: i + 1) }
+        try writer.finish()
+        #expect(writer.droppedItems == 4)
+        #expect(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: capped))) is [String: Any])
+    }
+
     @Test func traceOpensAsChromeTraceEvents() throws {
         let corpus = TestPaths.fixtures.path
         let (folder, path) = manifest([

@@ -173,13 +173,15 @@ struct ScanUpdateTests {
 
 @Suite("sRGB by the numbers, end to end")
 struct SRGBEndToEndTests {
-    @Test("A photo tagged with a profile named sRGB but P3's primaries is converted; one tagged with sRGB itself is not")
+    @Test(
+        "A photo tagged with a profile named sRGB but P3's primaries is converted; one tagged with sRGB itself is not")
     func taggedPhotos() throws {
         let folder = TestPaths.temporaryFolder("srgb-tags")
         let source = TestPaths.fixture("photos/Nikon-D3100.jpg")
         try CraftedProfiles.tag(source, with: CraftedProfiles.srgb(), to: folder + "/srgb.jpg")
         try CraftedProfiles.tag(source, with: CraftedProfiles.srgbNamedP3(), to: folder + "/named.jpg")
-        try CraftedProfiles.tag(source, with: CraftedProfiles.linear(CraftedProfiles.srgb()), to: folder + "/linear.jpg")
+        try CraftedProfiles.tag(
+            source, with: CraftedProfiles.linear(CraftedProfiles.srgb()), to: folder + "/linear.jpg")
         let manifest = writeFile(
             folder, "items.jsonl",
             [

@@ -54,9 +54,36 @@ struct ReportPageTests {
         let out = try fixturesRun()
         let html = try String(contentsOfFile: out + "/.thumbpipe/report.html", encoding: .utf8)
         let report = try readJSONObject(out + "/.thumbpipe/report.json")
-        for section in ["run", "stages", "histograms", "timeline", "scatter", "slowest", "failures", "warnings"] {
+        for section in [
+            "run", "stages", "profile", "histograms", "timeline", "scatter", "slowest", "failures", "warnings", "dates",
+        ] {
             #expect(html.contains("id=\"\(section)\""), "section \(section)")
         }
+        // Every stage is defined beside the table, in the words the code defines it.
+        for stage in Stage.allCases where (report["stages"] as? [String: Any])?[stage.rawValue] != nil {
+            #expect(html.contains(SVGChart.escape(stage.definition)), "definition of \(stage)")
+        }
+        // The profile: time by format and size, and how busy the workers were.
+        let profile = try #require(report["profile"] as? [String: Any])
+        let formats = try #require(profile["byFormat"] as? [[String: Any]])
+        #expect(
+            Set(formats.compactMap { $0["name"] as? String }).isSuperset(of: ["JPEG", "WebP", "PNG", "HEIF"]),
+            "\(formats)")
+        let shares = formats.compactMap { $0["timeShare"] as? Double }.reduce(0, +)
+        #expect(abs(shares - 1) < 0.01, "time shares add up: \(shares)")
+        #expect(formats.allSatisfy { ($0["p95Ms"] as? Double ?? -1) >= ($0["p50Ms"] as? Double ?? 0) })
+        #expect((profile["bySize"] as? [[String: Any]])?.isEmpty == false)
+        let utilisation = try #require(profile["utilisation"] as? [String: Any])
+        let busy = try #require(utilisation["busyShare"] as? Double)
+        #expect(busy > 0 && busy <= 1.05, "busy \(busy)")
+        #expect(
+            (utilisation["workersStarted"] as? Int ?? 0) >= 1
+                && (utilisation["workerStartupMeanMs"] as? Double ?? 0) > 0)
+        #expect((utilisation["idleSecondsPerSlot"] as? [Double])?.count == (report["jobs"] as? Int))
+        // Items dated by their file's time are on the page, not only in report.json.
+        let guesses = try report.objects("datesFromFileTime")
+        #expect(!guesses.isEmpty)
+        for guess in guesses { #expect(html.contains(SVGChart.escape(guess["itemKey"] as? String ?? "?"))) }
         let slowest = try report.objects("slowest")
         #expect(slowest.count == 6, "six items were decoded (one failed while at it)")
         for item in slowest {
@@ -169,5 +196,28 @@ struct ReportPageTests {
             inked += 1
         }
         #expect(Double(inked) / Double(image.width * image.height) > 0.02, "\(inked) inked pixels")
+        // The profile and the dated items, each alone with the page's style: drawn, not blank.
+        let html = try String(contentsOfFile: out + "/.thumbpipe/report.html", encoding: .utf8)
+        let head = try #require(html.range(of: "<body>")).upperBound
+        for section in ["profile", "dates"] {
+            let start = try #require(html.range(of: "<section id=\"\(section)\""))
+            let end = try #require(html.range(of: "</section>", range: start.upperBound..<html.endIndex))
+            let page = writeFile(
+                out, "\(section).html",
+                String(html[..<head]) + String(html[start.lowerBound..<end.upperBound]) + "</body></html>")
+            let shot = out + "/\(section).png"
+            let result = try runProcess(
+                "/usr/bin/timeout",
+                [
+                    "120", browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1150,900", "--screenshot=\(shot)", "file://" + page,
+                ])
+            #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+            let image = try DecodedTestImage.load(shot)
+            var inked = 0
+            for i in stride(from: 0, to: image.pixels.count, by: image.bands) where image.pixels[i] < 200 { inked += 1 }
+            // Text on white: a few thousand dark pixels at least (a blank page has none).
+            #expect(inked > 3000, "#\(section): \(inked) inked pixels")
+        }
     }
 }

@@ -427,3 +427,43 @@ extension ItemLedgerTests {
         #expect(work.reasons.changeKind == "settings")
     }
 }
+
+@Suite("The profile's hints")
+struct ProfileHintTests {
+    static func group(_ name: String, items: Double, time: Double) -> RunProfile.Group {
+        RunProfile.Group(
+            name: name, items: Int(items * 100), seconds: time * 100, itemShare: items, timeShare: time, p50Ms: 10,
+            p95Ms: 20)
+    }
+
+    @Test("Each hint comes with the figure behind it, and only when the figures say so")
+    func hintsFromFigures() {
+        let formats = [Self.group("HEIF", items: 0.08, time: 0.61), Self.group("JPEG", items: 0.92, time: 0.39)]
+        let idle = RunProfile.Utilisation(
+            jobs: 1, wallSeconds: 100, busyShare: 0.7, idleSecondsPerSlot: [30], waitingOnParentSeconds: 2,
+            workersStarted: 1, workerStartupSeconds: 0.05, workerStartupMeanMs: 50)
+        let stages = [
+            "decode": StageTimings.Summary(count: 100, p50Ms: 1, p95Ms: 2, maxMs: 3, totalSeconds: 60),
+            "colour": StageTimings.Summary(count: 100, p50Ms: 1, p95Ms: 2, maxMs: 3, totalSeconds: 10),
+            "store": StageTimings.Summary(count: 100, p50Ms: 1, p95Ms: 2, maxMs: 3, totalSeconds: 14),
+        ]
+        let hints = RunProfile.hints(byFormat: formats, bySize: [], utilisation: idle, stages: stages)
+        #expect(hints.contains { $0.figure == "HEIF: 8 % of items, 61 % of time" }, "\(hints)")
+        #expect(!hints.contains { $0.figure.hasPrefix("JPEG") }, "JPEG costs less than its share")
+        if ProcessInfo.processInfo.activeProcessorCount > 1 {
+            #expect(hints.contains { $0.text.hasPrefix("workers idle 30 %: raise --jobs") }, "\(hints)")
+        }
+        #expect(hints.contains { $0.text.hasPrefix("colour conversion") && $0.figure == "colour: 10.0 s of 84.0 s" })
+        // Busy workers, an even mix, no colour work: nothing to say.
+        let busy = RunProfile.Utilisation(
+            jobs: 2, wallSeconds: 100, busyShare: 0.95, idleSecondsPerSlot: [5, 5], waitingOnParentSeconds: 1,
+            workersStarted: 2, workerStartupSeconds: 0.1, workerStartupMeanMs: 50)
+        let even = [Self.group("JPEG", items: 0.5, time: 0.5), Self.group("PNG", items: 0.5, time: 0.5)]
+        #expect(RunProfile.hints(byFormat: even, bySize: [], utilisation: busy, stages: [:]).isEmpty)
+        // Workers waiting on the parent: more jobs would not help.
+        var waiting = busy
+        waiting.waitingOnParentSeconds = 60
+        let parent = RunProfile.hints(byFormat: even, bySize: [], utilisation: waiting, stages: [:])
+        #expect(parent.first?.text.hasPrefix("workers waited on the parent 30 %") == true, "\(parent)")
+    }
+}

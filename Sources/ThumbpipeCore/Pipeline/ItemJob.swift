@@ -62,6 +62,12 @@ public struct ItemOutcome: Sendable, Codable {
     var sourceStamp: FileStamp?
     /// The worker's peak resident memory so far.
     public var peakRSSBytes = 0
+    /// How long the worker waited for this job after its last reply (or, for its
+    /// first, after it was ready): time it sat idle for want of work from the parent.
+    public var waitedNanoseconds: UInt64?
+    /// With a worker's first outcome: when (monotonic clock, shared by every
+    /// process) it was ready for its first job, to measure its start-up.
+    public var readyAt: UInt64?
 
     /// An outcome that is only a failure.
     public init(failure: ItemFailure) { self.failure = failure }

@@ -26,7 +26,7 @@ public enum HTMLReport {
             body{font-family:-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
             h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
             table{border-collapse:collapse;font-size:12px;width:100%}th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #eee;vertical-align:top}
-            th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+            th{background:#f6f6f6}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
             .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:6px 16px;font-size:13px}
             .facts b{display:block;font-size:11px;color:#666;font-weight:normal}
             .charts{display:flex;flex-wrap:wrap;gap:12px}.muted{color:#777;font-size:12px}
@@ -35,7 +35,9 @@ public enum HTMLReport {
 
             """
         html += header(report)
+        html += hints(report)
         html += stageBar(report)
+        html += profile(report)
         html += histograms(report)
         html += timeline(report)
         html += scatter(report)
@@ -43,6 +45,7 @@ public enum HTMLReport {
         html += failures(report)
         html += warnings(report)
         html += incremental(report)
+        html += datesFromFileTime(report)
         html +=
             "<p class=\"muted\">thumbpipe \(e(report.thumbpipeVersion)) · this page is self-contained: it loads nothing.</p>\n</body></html>\n"
         return html
@@ -146,10 +149,11 @@ public enum HTMLReport {
             "<p class=\"muted\">Stage time summed over items (\(String(format: "%.1f", total)) s in all, across every worker).</p>"
         html +=
             chart.svg(title: "stage time, stacked")
-            + "<table><tr><th>stage</th><th>items</th><th>p50</th><th>p95</th><th>max</th><th>total</th></tr>"
+            + "<table><tr><th>stage</th><th>items</th><th>p50</th><th>p95</th><th>max</th><th>total</th><th>what it measures</th></tr>"
         for (stage, s) in stages {
+            let definition = Stage(rawValue: stage)?.definition ?? ""
             html +=
-                "<tr><td>\(e(stage))</td><td class=n>\(s.count)</td><td class=n>\(s.p50Ms.map { SVGChart.milliseconds($0) } ?? "–")</td><td class=n>\(s.p95Ms.map { SVGChart.milliseconds($0) } ?? "–")</td><td class=n>\(SVGChart.milliseconds(s.maxMs))</td><td class=n>\(String(format: "%.2f s", s.totalSeconds))</td></tr>"
+                "<tr><td>\(e(stage))</td><td class=n>\(s.count)</td><td class=n>\(s.p50Ms.map { SVGChart.milliseconds($0) } ?? "–")</td><td class=n>\(s.p95Ms.map { SVGChart.milliseconds($0) } ?? "–")</td><td class=n>\(SVGChart.milliseconds(s.maxMs))</td><td class=n>\(String(format: "%.2f s", s.totalSeconds))</td><td class=\"muted\">\(e(definition))</td></tr>"
         }
         return html + "</table></section>\n"
     }

@@ -69,10 +69,13 @@ struct ProfileCollector: Sendable {
     static let sampleCount = 2000
     private(set) var slowest: [ItemProfile] = []
     private(set) var sample: [ItemSample] = []
+    /// Every decoded item's time by format and size class.
+    private(set) var groups = ProfileGroups()
     private var seen = 0
     private var generator = SplitMix(seed: 0x7468_756D_6270_6970)
 
     mutating func add(_ profile: ItemProfile) {
+        groups.add(format: profile.format, megapixels: profile.megapixels, seconds: profile.seconds)
         if slowest.count < Self.slowestCount || profile.seconds > slowest[slowest.count - 1].seconds {
             let at = slowest.firstIndex { $0.seconds < profile.seconds } ?? slowest.count
             slowest.insert(profile, at: at)

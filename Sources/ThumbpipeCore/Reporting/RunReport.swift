@@ -107,6 +107,9 @@ public struct RunReport: Sendable, Codable {
     public var datesFromFileTimeCount = 0
     /// Items that share a photo (the same content hash), in groups.
     public var duplicates: [[DuplicateItem]] = []
+    /// Where the workers' time went, by format and size class, how busy they were,
+    /// and hints with the figures behind them.
+    public var profile: RunProfile?
 
     /// An empty report.
     public init() {}
@@ -153,6 +156,7 @@ public struct RunReport: Sendable, Codable {
         datesFromFileTime = result.datesFromFileTime
         datesFromFileTimeCount = result.datesFromFileTimeCount
         duplicates = result.duplicates
+        profile = result.profile
     }
 
     /// Reads a report file.

@@ -6,38 +6,20 @@ import Synchronization
 /// Samples go into log-spaced buckets (2 % wide), so memory stays the same
 /// however many items a run has, and percentiles are within 2 %.
 public final class StageTimings: Sendable {
-    private struct Histogram {
-        var buckets: [Int: Int] = [:]
-        var count = 0
-        var total = 0.0
-        var maximum = 0.0
-    }
-    private static let growth = 1.02
-    private static let smallest = 1e-6
+    private typealias Histogram = DurationHistogram
     private let histograms = Mutex<[Stage: Histogram]>([:])
 
     /// Creates an empty collection.
     public init() {}
 
-    private static func bucket(_ seconds: Double) -> Int {
-        seconds <= smallest ? 0 : Int((log(seconds / smallest) / log(growth)).rounded(.up))
-    }
+    private static func bucket(_ seconds: Double) -> Int { DurationHistogram.bucket(seconds) }
 
-    private static func value(ofBucket bucket: Int) -> Double {
-        smallest * pow(growth, Double(bucket))
-    }
+    private static func value(ofBucket bucket: Int) -> Double { DurationHistogram.value(ofBucket: bucket) }
 
     /// Records one item's time in each stage, in seconds.
     public func record(_ spans: [Stage: Double]) {
         histograms.withLock { all in
-            for (stage, seconds) in spans {
-                var histogram = all[stage, default: Histogram()]
-                histogram.buckets[Self.bucket(seconds), default: 0] += 1
-                histogram.count += 1
-                histogram.total += seconds
-                histogram.maximum = max(histogram.maximum, seconds)
-                all[stage] = histogram
-            }
+            for (stage, seconds) in spans { all[stage, default: Histogram()].add(seconds) }
         }
     }
 
@@ -103,19 +85,9 @@ public final class StageTimings: Sendable {
         histograms.withLock { all in
             var result: [String: Summary] = [:]
             for (stage, histogram) in all where histogram.count > 0 {
-                let sorted = histogram.buckets.sorted { $0.key < $1.key }
-                func percentile(_ p: Double) -> Double {
-                    let rank = Int((p * Double(histogram.count)).rounded(.up))
-                    var seen = 0
-                    for (bucket, count) in sorted {
-                        seen += count
-                        if seen >= rank { return min(Self.value(ofBucket: bucket), histogram.maximum) }
-                    }
-                    return histogram.maximum
-                }
                 result[stage.rawValue] = Summary(
-                    count: histogram.count, p50Ms: Self.round(percentile(0.5) * 1000),
-                    p95Ms: Self.round(percentile(0.95) * 1000), maxMs: Self.round(histogram.maximum * 1000),
+                    count: histogram.count, p50Ms: Self.round(histogram.percentile(0.5) * 1000),
+                    p95Ms: Self.round(histogram.percentile(0.95) * 1000), maxMs: Self.round(histogram.maximum * 1000),
                     totalSeconds: Self.round(histogram.total))
             }
             return result
@@ -123,6 +95,42 @@ public final class StageTimings: Sendable {
     }
 
     static func round(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+}
+
+/// Durations in log-spaced buckets (2 % wide): constant memory however many are
+/// added, percentiles within 2 %.
+struct DurationHistogram: Sendable {
+    var buckets: [Int: Int] = [:]
+    var count = 0
+    var total = 0.0
+    var maximum = 0.0
+
+    static let growth = 1.02
+    static let smallest = 1e-6
+
+    static func bucket(_ seconds: Double) -> Int {
+        seconds <= smallest ? 0 : Int((log(seconds / smallest) / log(growth)).rounded(.up))
+    }
+
+    static func value(ofBucket bucket: Int) -> Double { smallest * pow(growth, Double(bucket)) }
+
+    mutating func add(_ seconds: Double) {
+        buckets[Self.bucket(seconds), default: 0] += 1
+        count += 1
+        total += seconds
+        maximum = max(maximum, seconds)
+    }
+
+    /// The `p` quantile (0…1), in seconds.
+    func percentile(_ p: Double) -> Double {
+        let rank = Int((p * Double(count)).rounded(.up))
+        var seen = 0
+        for (bucket, n) in buckets.sorted(by: { $0.key < $1.key }) {
+            seen += n
+            if seen >= rank { return min(Self.value(ofBucket: bucket), maximum) }
+        }
+        return maximum
+    }
 }
 
 /// Reads this process's resident-set high-water mark (VmHWM) from /proc.

@@ -8,7 +8,17 @@ public final class TraceWriter: Sendable {
         var buffer: [UInt8] = []
         var first = true
         var failed: (any Error)?
+        /// Items offered, bytes written so far, and items left out past the cap.
+        var offered = 0
+        var bytes = 0
+        var dropped = 0
     }
+    /// Every how many items one is traced.
+    private let sampleEvery: Int
+    /// The most bytes the trace may take; past it, items are counted, not traced.
+    private let byteLimit: Int
+    /// The cap when none is asked for: about 130,000 items at 1.9 KB each.
+    public static let defaultByteLimit = 256 << 20
     /// A regular file is written under a temporary name and renamed into place;
     /// a FIFO, device or standard output is written straight through.
     private let file: TemporaryFile?
@@ -20,8 +30,14 @@ public final class TraceWriter: Sendable {
     /// Starts a trace at `target` (a file is written under a temporary name until ``finish()``).
     /// - Parameter workers: how many worker tracks to name.
     /// - Throws: ``ThumbpipeError`` (73) when the file cannot be created.
-    public init(target: OutputTarget, workers: Int) throws {
+    /// - Parameters:
+    ///   - sampleEvery: trace one item in this many (`--trace-sample N`), so a large
+    ///     set's trace stays small and still covers the whole run.
+    ///   - byteLimit: past this size no more items are traced (``droppedItems`` says how many).
+    public init(target: OutputTarget, workers: Int, sampleEvery: Int = 1, byteLimit: Int = defaultByteLimit) throws {
         self.target = target
+        self.sampleEvery = max(1, sampleEvery)
+        self.byteLimit = byteLimit
         if target.kind == .file {
             file = try TemporaryFile(in: URL(fileURLWithPath: target.path).deletingLastPathComponent().path)
             stream = -1
@@ -46,6 +62,16 @@ public final class TraceWriter: Sendable {
         source: (file: String, format: String, megapixels: Double, bytes: Int64)? = nil
     ) {
         guard !spans.all.isEmpty else { return }
+        let (take, full) = state.withLock { state -> (Bool, Bool) in
+            state.offered += 1
+            guard (state.offered - 1) % sampleEvery == 0 else { return (false, false) }
+            if state.bytes >= byteLimit {
+                state.dropped += 1
+                return (false, true)
+            }
+            return (true, false)
+        }
+        guard take, !full else { return }
         let key = Self.escape(itemKey)
         var extra = ""
         if let source {
@@ -62,9 +88,13 @@ public final class TraceWriter: Sendable {
         }
         state.withLock { state in
             state.buffer += Array(text.utf8)
+            state.bytes += text.utf8.count
             if state.buffer.count > 1 << 20 { flush(&state) }
         }
     }
+
+    /// Items sampled for the trace but left out because it reached its size cap.
+    public var droppedItems: Int { state.withLock { $0.dropped } }
 
     private func flush(_ state: inout State) {
         guard state.failed == nil else { return }

@@ -58,7 +58,15 @@ extension BatchRunner {
         let item = ledger.item
         let job = pending.job
         var outcome = ItemOutcome()
-        if let ticket = pending.ticket { outcome = try supervisor.outcome(of: ticket, slot: slot) }
+        if let ticket = pending.ticket {
+            outcome = try supervisor.outcome(of: ticket, slot: slot)
+            // The worker's own time (before the parent's write is added), for the utilisation.
+            let busy = outcome.spans.totals.values.reduce(0, +)
+            slotClocks.withLock {
+                $0[slot].busySeconds += busy
+                $0[slot].waitingSeconds += Double(outcome.waitedNanoseconds ?? 0) / 1e9
+            }
+        }
         if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
         trace?.record(
             outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,

@@ -19,6 +19,8 @@ public final class BatchRunner: Sendable {
     let claimedBefore: Set<String>
     /// The per-stage timings of this run.
     public let timings = StageTimings()
+    /// Per worker slot: the time its worker spent on items, and waiting for one.
+    let slotClocks: Mutex<[(busySeconds: Double, waitingSeconds: Double)]>
 
     /// Prepares a run of `manifest` with `settings`.
     /// - Parameters:
@@ -39,6 +41,7 @@ public final class BatchRunner: Sendable {
         store = ImageStore(folder: options.outputFolder, settings: settings.store)
         fingerprints = ItemLedger.Fingerprints(settings: settings, plan: plan)
         claimedBefore = OutputGuard.claims(in: options.outputFolder)
+        slotClocks = Mutex(Array(repeating: (0, 0), count: options.jobs))
     }
 
     /// Runs every item; writes store files, then the report, then `items.archive`.
@@ -139,6 +142,21 @@ public final class BatchRunner: Sendable {
         result.datesFromFileTime = totals.dateGuesses
         result.datesFromFileTimeCount = totals.dateGuessCount
         result.duplicates = duplicates
+        if totals.decodedItems > 0 {
+            let wall = Double(Spans.now - started) / 1e9
+            let clocks = slotClocks.withLock { $0 }
+            let busy = clocks.reduce(0) { $0 + $1.busySeconds }
+            let startups = supervisor.workerStartups
+            let utilisation = RunProfile.Utilisation(
+                jobs: options.jobs, wallSeconds: StageTimings.round(wall),
+                busyShare: StageTimings.round(busy / max(wall * Double(options.jobs), 1e-9)),
+                idleSecondsPerSlot: clocks.map { StageTimings.round(max(0, wall - $0.busySeconds)) },
+                waitingOnParentSeconds: StageTimings.round(clocks.reduce(0) { $0 + $1.waitingSeconds }),
+                workersStarted: startups.count, workerStartupSeconds: StageTimings.round(startups.seconds),
+                workerStartupMeanMs: StageTimings.round(startups.seconds * 1000 / Double(max(startups.count, 1))))
+            result.profile = RunProfile(
+                groups: totals.profiles.groups, utilisation: utilisation, stages: timings.summary())
+        }
         result.sample = totals.profiles.sample
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes

@@ -59,4 +59,6 @@ public struct RunResult: Sendable {
     public var datesFromFileTimeCount = 0
     /// Items that share a photo (the same content), in groups.
     public var duplicates: [[DuplicateItem]] = []
+    /// Where the workers' time went, and what to change (nil when nothing was decoded).
+    public var profile: RunProfile?
 }

@@ -4,6 +4,8 @@ import Synchronization
 /// One worker process and its two pipes.
 final class WorkerProcess: Sendable {
     let pid: pid_t
+    /// When it was spawned (monotonic nanoseconds).
+    let spawnedAt = Spans.now
     private let toWorker: Int32
     private let fromWorker: Int32
 
@@ -131,6 +133,13 @@ final class Supervisor: Sendable {
     private let cancelled = Atomic<Bool>(false)
     /// The highest peak RSS any worker of each slot reported.
     private let peaks = Mutex<[Int: Int]>([:])
+    /// Workers that reported ready, and their start-up nanoseconds in all.
+    private let startups = Mutex<(count: Int, nanoseconds: UInt64)>((0, 0))
+
+    /// Workers started and their start-up (spawn to ready) in seconds, in all.
+    var workerStartups: (count: Int, seconds: Double) {
+        startups.withLock { ($0.count, Double($0.nanoseconds) / 1e9) }
+    }
 
     /// Prepares workers of `executable` for `settings`, writing into `outputFolder`.
     init(executable: String, settings: PipelineSettings, outputFolder: String, sandbox: SandboxMode = .auto) throws {
@@ -249,6 +258,12 @@ final class Supervisor: Sendable {
                         failure: ItemFailure(.worker, "the worker sent an unreadable reply", transient: true))
                 }
                 peaks.withLock { $0[slot] = max($0[slot] ?? 0, outcome.peakRSSBytes) }
+                if let ready = outcome.readyAt, ready > worker.spawnedAt {
+                    startups.withLock {
+                        $0.count += 1
+                        $0.nanoseconds += ready - worker.spawnedAt
+                    }
+                }
                 return outcome
             case .timedOut:
                 worker.kill()

@@ -91,14 +91,21 @@ public enum Worker {
             FileHandle.standardError.write(Data("thumbpipe worker: cannot enter the sandbox: \(problem)\n".utf8))
             return 70
         }
+        var ready: UInt64? = Spans.now
+        var idleSince = Spans.now
         while case .message(let data) = WorkerProtocol.receive(from: 0, deadline: nil) {
+            let waited = Spans.now &- idleSince
             guard let job = try? WorkerProtocol.decode(ItemJob.self, data) else { return 70 }
             let escape = faults.first { $0.kind == .escape && job.source.contains($0.text) }
-            let outcome =
+            var outcome =
                 escape.map { ItemOutcome(failure: $0.tryToEscape(from: job)) }
                 ?? runner.run(job) {
                     for fault in faults where job.source.contains(fault.text) { fault.inject() }
                 }
+            outcome.waitedNanoseconds = waited
+            outcome.readyAt = ready
+            ready = nil
+            defer { idleSince = Spans.now }
             guard let reply = try? WorkerProtocol.encode(outcome), (try? WorkerProtocol.send(reply, to: replies)) != nil
             else { return 74 }
         }
