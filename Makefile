@@ -43,6 +43,12 @@ deps:
 	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
 	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
 	fi
+	@if ! pkg-config --exists libturbojpeg; then \
+	  echo "make: installing libturbojpeg0-dev (pkg-config cannot find libturbojpeg)"; \
+	  apt-get update -qq && $(APT_INSTALL) libturbojpeg0-dev; \
+	fi
+	@# The plane path's test reads its store files back with libjpeg-turbo's djpeg.
+	@command -v djpeg >/dev/null || { apt-get update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }
 	@if ! pkg-config --exists libseccomp; then \
 	  echo "make: installing libseccomp-dev (pkg-config cannot find libseccomp)"; \
 	  apt-get update -qq && $(APT_INSTALL) libseccomp-dev; \

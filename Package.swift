@@ -21,6 +21,17 @@ let cLibraries: [Target] = [
         pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]
     ),
+    // libjpeg-turbo's TurboJPEG API, for the store of JPEG sources through their planes (Debian: libturbojpeg0-dev).
+    .systemLibrary(
+        name: "CTurboJPEG",
+        pkgConfig: "libturbojpeg",
+        providers: [.apt(["libturbojpeg0-dev"])]
+    ),
+    // A JPEG's store file through its Y, Cb, Cr planes: decode, turn upright, encode.
+    .target(
+        name: "CJpegPlanes",
+        dependencies: ["CTurboJPEG"]
+    ),
     // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
     .systemLibrary(
         name: "CSeccomp",
@@ -57,7 +68,7 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim", "CThumbKernels", "CSQLite", "CBuildInfo", "CSandbox"]
+        dependencies: ["CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox"]
     ),
     .executableTarget(
         name: "thumbpipe",
@@ -117,7 +128,9 @@ let package = Package(
 
 let swiftSettings: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 for target in package.targets where target.type != .system {
-    if ["CVipsShim", "CThumbKernels", "CReferenceVips", "CBuildInfo", "CSandbox"].contains(target.name) { continue }
+    if ["CVipsShim", "CThumbKernels", "CJpegPlanes", "CReferenceVips", "CBuildInfo", "CSandbox"].contains(target.name) {
+        continue
+    }
     target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
 }
 // Only the library's release build skips the run-time exclusivity checks (debug

@@ -350,6 +350,45 @@ int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap) {
     return 0;
 }
 
+int CThumbKernels_tap_add_ycbcr420(CThumbKernelsTap *tap, const unsigned char *y, int y_stride,
+                                   const unsigned char *cb, const unsigned char *cr, int chroma_width) {
+    if (tap->bands != 3) {
+        vips_error("tap", "%s", "planes feed a 3-band tap only");
+        return -1;
+    }
+    const int f = tap->factor;
+    g_mutex_lock(&tap->lock);
+    for (int by = 0; by < tap->bh; by++) {
+        const int y0 = (tap->by0 + by) * f, y1 = MIN(tap->height, y0 + f);
+        for (int bx = 0; bx < tap->bw; bx++) {
+            const int x0 = (tap->bx0 + bx) * f, x1 = MIN(tap->width, x0 + f);
+            guint64 sy = 0, scb = 0, scr = 0;
+            for (int row = y0; row < y1; row++) {
+                const unsigned char *luma = y + (size_t)row * y_stride;
+                const unsigned char *b = cb + (size_t)(row / 2) * chroma_width;
+                const unsigned char *r = cr + (size_t)(row / 2) * chroma_width;
+                for (int x = x0; x < x1; x++) {
+                    sy += luma[x];
+                    scb += b[x / 2];
+                    scr += r[x / 2];
+                }
+            }
+            const double n = (double)(x1 - x0) * (y1 - y0);
+            const double my = sy / n, mb = scb / n - 128, mr = scr / n - 128;
+            double rgb[3] = {my + 1.402 * mr, my - 0.344136 * mb - 0.714136 * mr, my + 1.772 * mb};
+            guint64 *sum = tap->sums + ((size_t)by * tap->bw + bx) * 4;
+            for (int c = 0; c < 3; c++) {
+                const double v = rgb[c] < 0 ? 0 : rgb[c] > 255 ? 255 : rgb[c];
+                sum[c] = (guint64)(v * n * 255 + 0.5);
+            }
+            sum[3] = (guint64)n * 255;
+        }
+    }
+    memset(tap->rows_done, 1, (size_t)tap->height);
+    g_mutex_unlock(&tap->lock);
+    return 0;
+}
+
 // The window's block means so far, newly allocated: premultiplied RGBA floats
 // on 0…255, bw × bh.
 static float *tap_means(CThumbKernelsTap *tap) {

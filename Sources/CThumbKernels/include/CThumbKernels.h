@@ -39,6 +39,14 @@ size_t CThumbKernels_tap_bytes(const CThumbKernelsTap *tap);
 /// to `tap` as long as it lives.
 int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap);
 
+/// Fills a 3-band tap from a JPEG's 4:2:0 planes instead of its pixels: for
+/// each block its window reads, the means of Y and of the chroma samples its
+/// pixels use, turned into RGB at the block (JFIF's YCbCr; exact up to rounding
+/// and clipping, the conversion being affine). `y` holds the tap's `width ×
+/// height` in rows of `y_stride`; `cb` and `cr` rows of `chroma_width`.
+int CThumbKernels_tap_add_ycbcr420(CThumbKernelsTap *tap, const unsigned char *y, int y_stride,
+                                   const unsigned char *cb, const unsigned char *cr, int chroma_width);
+
 /// The tap's resample (as made): premultiplied RGBA floats on 0…255, `rw × rh × 4`
 /// of them, into `out`.
 int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out);

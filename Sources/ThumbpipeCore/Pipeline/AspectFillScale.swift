@@ -34,10 +34,16 @@ public struct AspectFillScale: Sendable {
     /// A tap for `image` (stored orientation) with `factor × factor` blocks that
     /// sums only what this stage's crop of it reads.
     func tap(for image: VImage, factor: Int, orientation: Int) throws(VipsError) -> ThumbnailTap {
-        let geometry = crop(fullWidth: Double(image.width), fullHeight: Double(image.height), orientation: orientation)
+        try tap(width: image.width, height: image.height, bands: image.bands, factor: factor, orientation: orientation)
+    }
+
+    /// The same for a `width × height` image of `bands` not in libvips (a JPEG's planes).
+    func tap(width: Int, height: Int, bands: Int, factor: Int, orientation: Int) throws(VipsError) -> ThumbnailTap {
+        let geometry = crop(fullWidth: Double(width), fullHeight: Double(height), orientation: orientation)
         return try ThumbnailTap(
-            for: image, factor: factor, hscale: geometry.hscale, vscale: geometry.vscale, left: geometry.left,
-            top: geometry.top, windowWidth: geometry.width, windowHeight: geometry.height)
+            width: width, height: height, bands: bands, factor: factor, hscale: geometry.hscale,
+            vscale: geometry.vscale, left: geometry.left, top: geometry.top, windowWidth: geometry.width,
+            windowHeight: geometry.height)
     }
 
     /// Scales, crops and orients what a tap (made by ``tap(for:factor:orientation:)``)

@@ -17,6 +17,9 @@ public struct SourceHeader: Sendable, Codable {
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
     var shrink: LoadShrink
+    /// An 8-bit, 3-band JPEG in sRGB or untagged (a YCbCr JPEG, as libvips reads
+    /// it): one whose store can be made through its planes (``StorePath``).
+    var sRGBJPEG = false
 
     /// Width and height as the image displays (orientations 5–8 swap them).
     public var uprightSize: (width: Int, height: Int) {
@@ -88,7 +91,10 @@ public struct Decode: Sendable {
                     $0, offset: image.string("exif-ifd2-OffsetTimeOriginal") ?? image.string("exif-ifd2-OffsetTime"))
             },
             hasAlpha: image.hasAlpha,
-            shrink: LoadShrink(loader: loader))
+            shrink: LoadShrink(loader: loader),
+            sRGBJPEG: format == "JPEG" && image.bands == 3 && image.format == VIPS_FORMAT_UCHAR
+                && image.interpretation == VIPS_INTERPRETATION_sRGB
+                && (image.withProfile { ICCProfile($0)?.isSRGB } ?? !image.has(VIPS_META_ICC_NAME)))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
             throw ItemFailure(

@@ -68,6 +68,8 @@ public struct ItemOutcome: Sendable, Codable {
     /// With a worker's first outcome: when (monotonic clock, shared by every
     /// process) it was ready for its first job, to measure its start-up.
     public var readyAt: UInt64?
+    /// How the store file was made (when one was).
+    public var storePath: StorePath?
 
     /// An outcome that is only a failure.
     public init(failure: ItemFailure) { self.failure = failure }
@@ -80,6 +82,9 @@ public struct ItemJobRunner: Sendable {
     let settings: PipelineSettings
     let thumbnailer: Thumbnailer
     let store: ImageStore
+    /// Whether JPEG sources may take the plane path (``StorePath``); off keeps every
+    /// item on libvips (`THUMBPIPE_JPEG_PLANES=off`, and tests that compare the two).
+    var planes = !StorePath.disabled
 
     /// Prepares to run jobs with `settings`, writing store files into `outputFolder`.
     public init(settings: PipelineSettings, outputFolder: String) {
@@ -140,26 +145,24 @@ public struct ItemJobRunner: Sendable {
         let clocks = PipelineClocks()
         do {
             switch plan {
-            case .tap(let factor):
-                // One streaming decode; the store (or a drain) pulls every pixel past the tap.
-                var decoded = try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
-                let tap = try Self.vips {
-                    try thumbnailer.scale.tap(for: decoded.image, factor: factor, orientation: header.orientation)
-                }
-                do {
-                    decoded.image = try Self.vips { try tap.tapping(decoded.image) }
-                    if job.makeStore {
-                        try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) { decoded }
-                    } else {
-                        try spans.measure(.decode) { () throws(ItemFailure) in
-                            try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
+            case .tap(let factor) where planes && StorePath.readsPlanes(header, plan: plan):
+                // The thumbnail comes from the planes whatever the store's settings (so it never
+                // depends on them); the store too, unless its settings need libvips.
+                let storeOnPlanes =
+                    job.makeStore && StorePath.choose(for: header, plan: plan, store: settings.store) == .planes
+                if try planeItem(
+                    job, header: header, factor: factor, writesStore: storeOnPlanes, outcome: &outcome, spans: &spans)
+                {
+                    if job.makeStore && !storeOnPlanes {
+                        try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
+                            try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                         }
-                        spans.split(lastOf: .decode, into: [(.colour, clocks.colourNanoseconds)])
                     }
-                    if job.makeThumbnail {
-                        outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
-                    }
+                    break
                 }
+                try tapThenStore(job, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
+            case .tap(let factor):
+                try tapThenStore(job, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
             case .once:
                 let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
                     try thumbnailer.decode.fullSize(path, header: header, inMemory: true, clocks: clocks)
@@ -178,6 +181,65 @@ public struct ItemJobRunner: Sendable {
                 }
             }
         }
+    }
+
+    /// The tap plan on libvips: one streaming decode; the store (or a drain) pulls
+    /// every pixel past the tap.
+    private func tapThenStore(
+        _ job: ItemJob, header: SourceHeader, factor: Int, clocks: PipelineClocks, outcome: inout ItemOutcome,
+        spans: inout Spans
+    ) throws {
+        let path = job.source
+        var decoded = try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
+        let tap = try Self.vips {
+            try thumbnailer.scale.tap(for: decoded.image, factor: factor, orientation: header.orientation)
+        }
+        do {
+            decoded.image = try Self.vips { try tap.tapping(decoded.image) }
+            if job.makeStore {
+                try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) { decoded }
+            } else {
+                try spans.measure(.decode) { () throws(ItemFailure) in
+                    try Self.vips(format: header.format) { try ThumbnailTap.drain(decoded.image) }
+                }
+                spans.split(lastOf: .decode, into: [(.colour, clocks.colourNanoseconds)])
+            }
+            if job.makeThumbnail {
+                outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
+            }
+        }
+    }
+
+    /// The tap plan through the JPEG's planes: the thumbnail's blocks read from
+    /// them, and with `writesStore` the store file encoded from them
+    /// (``StorePath/planes``). False, with nothing done, when the planes cannot be
+    /// had (the caller then takes libvips for both).
+    private func planeItem(
+        _ job: ItemJob, header: SourceHeader, factor: Int, writesStore: Bool, outcome: inout ItemOutcome,
+        spans: inout Spans
+    ) throws -> Bool {
+        guard job.makeThumbnail || writesStore else { return true }
+        var attempt = Spans()
+        guard
+            let made = try JpegPlaneStore(store: store).write(
+                job.source, header: header, temporaryPath: writesStore ? job.temporaryPath : nil,
+                tap: { width, height in
+                    guard job.makeThumbnail else { return nil }
+                    return try thumbnailer.scale.tap(
+                        width: width, height: height, bands: 3, factor: factor, orientation: header.orientation)
+                }, spans: &attempt)
+        else { return false }
+        spans.append(attempt)
+        if let file = made.file {
+            try spans.measure(.write) { try file.closeForCommit() }
+            outcome.storeWritten = true
+            outcome.storeHash = ContentHash.file(job.temporaryPath)
+            outcome.storePath = .planes
+        }
+        if let tap = made.tap {
+            outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
+        }
+        return true
     }
 
     /// Runs a libvips step, turning its error into the item's failure.
@@ -203,6 +265,7 @@ public struct ItemJobRunner: Sendable {
         try spans.measure(.write) { try file.closeForCommit() }
         outcome.storeWritten = true
         outcome.storeHash = ContentHash.file(job.temporaryPath)
+        outcome.storePath = .libvips
     }
 
     static func fileSize(_ path: String) -> Int64 {

@@ -19,7 +19,10 @@ public struct OutputVersions: Sendable, Equatable {
     public static var current: OutputVersions {
         // thumbnail 2: the item's date now honours EXIF OffsetTimeOriginal; it is read
         // with the thumbnail, so items made before are made again to correct it.
-        OutputVersions(thumbnail: 2, store: 1, libvips: LibVips.version)
+        // thumbnail 3, store 2: 8-bit YCbCr JPEGs in sRGB take the plane path
+        // (StorePath.planes): their store files and thumbnails are made from the
+        // JPEG's planes, byte-different from libvips's.
+        OutputVersions(thumbnail: 3, store: 2, libvips: LibVips.version)
     }
 
     /// Versions as given (to test what a bump redoes).

@@ -8,7 +8,7 @@ import CVipsShim
 /// reads). Once the store has pulled every pixel, its block means, resampled
 /// over the thumbnail's crop, are the thumbnail's pixels.
 final class ThumbnailTap {
-    private let pointer: OpaquePointer
+    let pointer: OpaquePointer
     /// The stored size of the tapped image and the block size.
     let width: Int
     let height: Int
@@ -20,18 +20,28 @@ final class ThumbnailTap {
     /// A tap for `image` (8-bit, 3 or 4 bands) with `factor × factor` blocks,
     /// whose block means are to be resampled by `hscale × vscale` (relative to
     /// the image) over the window at (`left`, `top`) of `windowWidth × windowHeight`.
-    init(
+    convenience init(
         for image: VImage, factor: Int, hscale: Double, vscale: Double, left: Int, top: Int, windowWidth: Int,
         windowHeight: Int
     ) throws(VipsError) {
+        try self.init(
+            width: image.width, height: image.height, bands: image.bands, factor: factor, hscale: hscale,
+            vscale: vscale, left: left, top: top, windowWidth: windowWidth, windowHeight: windowHeight)
+    }
+
+    /// A tap for a `width × height` image of `bands` (the size a JPEG's planes have).
+    init(
+        width: Int, height: Int, bands: Int, factor: Int, hscale: Double, vscale: Double, left: Int, top: Int,
+        windowWidth: Int, windowHeight: Int
+    ) throws(VipsError) {
         guard
             let tap = CThumbKernels_tap_new(
-                Int32(image.width), Int32(image.height), Int32(image.bands), Int32(factor), hscale * Double(factor),
+                Int32(width), Int32(height), Int32(bands), Int32(factor), hscale * Double(factor),
                 vscale * Double(factor), Int32(left), Int32(top), Int32(windowWidth), Int32(windowHeight))
-        else { throw VipsError(operation: "tap", message: "cannot tap a \(image.bands)-band image") }
+        else { throw VipsError(operation: "tap", message: "cannot tap a \(bands)-band image") }
         pointer = tap
-        width = image.width
-        height = image.height
+        self.width = width
+        self.height = height
         self.factor = factor
         self.windowWidth = windowWidth
         self.windowHeight = windowHeight

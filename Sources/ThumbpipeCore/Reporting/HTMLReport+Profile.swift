@@ -23,7 +23,7 @@ extension HTMLReport {
         }
         var html = "<section id=\"profile\"><h2>By format and size</h2>"
         html += "<p class=\"muted\">Decoded items' time, all their worker stages.</p>"
-        html += table("by format", p.byFormat) + table("by size", p.bySize)
+        html += table("by format", p.byFormat) + table("by store path", p.byPath) + table("by size", p.bySize)
         if let u = p.utilisation {
             html += "<h3>Workers</h3><div class=\"facts\">"
             html +=

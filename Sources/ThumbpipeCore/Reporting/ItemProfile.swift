@@ -16,6 +16,8 @@ public struct ItemProfile: Sendable, Codable {
     public var height: Int
     /// The source's size in bytes.
     public var bytes: Int64
+    /// How its store file was made (`planes` or `libvips`), when it was.
+    public var path: String?
     /// Seconds per stage.
     public var stages: [String: Double]
     /// All stages' seconds.
@@ -27,13 +29,15 @@ public struct ItemProfile: Sendable, Codable {
     public var megapixels: Double { Double(width) * Double(height) / 1e6 }
 
     private enum CodingKeys: String, CodingKey {
-        case itemKey, itemName, line, position, source, format, width, height, bytes, stages, seconds
+        case itemKey, itemName, line, position, source, format, width, height, bytes, path, stages, seconds
     }
 
     public init(
         itemKey: String, itemName: String, line: Int, position: Int?, source: String, format: String, width: Int,
-        height: Int, bytes: Int64, stages: [String: Double], seconds: Double, thumbnail: Data? = nil
+        height: Int, bytes: Int64, path: String? = nil, stages: [String: Double], seconds: Double,
+        thumbnail: Data? = nil
     ) {
+        self.path = path
         self.itemKey = itemKey
         self.itemName = itemName
         self.line = line
@@ -75,7 +79,7 @@ struct ProfileCollector: Sendable {
     private var generator = SplitMix(seed: 0x7468_756D_6270_6970)
 
     mutating func add(_ profile: ItemProfile) {
-        groups.add(format: profile.format, megapixels: profile.megapixels, seconds: profile.seconds)
+        groups.add(format: profile.format, path: profile.path, megapixels: profile.megapixels, seconds: profile.seconds)
         if slowest.count < Self.slowestCount || profile.seconds > slowest[slowest.count - 1].seconds {
             let at = slowest.firstIndex { $0.seconds < profile.seconds } ?? slowest.count
             slowest.insert(profile, at: at)

@@ -40,6 +40,8 @@ public struct RunProfile: Sendable, Codable {
     }
 
     public var byFormat: [Group] = []
+    /// By how the store was made: `planes`, `libvips` (or `no store`).
+    public var byPath: [Group] = []
     public var bySize: [Group] = []
     public var utilisation: Utilisation?
     public var hints: [Hint] = []
@@ -61,6 +63,7 @@ public struct RunProfile: Sendable, Codable {
     /// Builds the section from a run's figures.
     init(groups: ProfileGroups, utilisation: Utilisation?, stages: [String: StageTimings.Summary]) {
         byFormat = groups.groups(\.formats)
+        byPath = groups.groups(\.paths)
         bySize = groups.groups(\.sizes)
         self.utilisation = utilisation
         hints = Self.hints(byFormat: byFormat, bySize: bySize, utilisation: utilisation, stages: stages)
@@ -133,10 +136,12 @@ public struct RunProfile: Sendable, Codable {
 /// does not grow with the run.
 struct ProfileGroups: Sendable {
     var formats: [String: DurationHistogram] = [:]
+    var paths: [String: DurationHistogram] = [:]
     var sizes: [String: DurationHistogram] = [:]
 
-    mutating func add(format: String, megapixels: Double, seconds: Double) {
+    mutating func add(format: String, path: String?, megapixels: Double, seconds: Double) {
         formats[format, default: DurationHistogram()].add(seconds)
+        paths[path ?? "no store", default: DurationHistogram()].add(seconds)
         sizes[RunProfile.sizeClass(megapixels), default: DurationHistogram()].add(seconds)
     }
 

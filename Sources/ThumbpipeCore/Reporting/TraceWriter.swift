@@ -56,10 +56,11 @@ public final class TraceWriter: Sendable {
     }
 
     /// Adds one task's spans on `worker`'s track, labelled with the item.
-    /// With `source`, spans also carry the file's name, format, megapixels and bytes.
+    /// With `source`, spans also carry the file's name, format, megapixels, bytes
+    /// and how its store file was made (`planes` or `libvips`).
     public func record(
         _ spans: Spans, worker: Int, itemKey: String, line: Int,
-        source: (file: String, format: String, megapixels: Double, bytes: Int64)? = nil
+        source: (file: String, format: String, megapixels: Double, bytes: Int64, path: String?)? = nil
     ) {
         guard !spans.all.isEmpty else { return }
         let (take, full) = state.withLock { state -> (Bool, Bool) in
@@ -77,6 +78,7 @@ public final class TraceWriter: Sendable {
         if let source {
             extra =
                 #","file":"\#(Self.escape(source.file))","format":"\#(Self.escape(source.format))","megapixels":\#(String(format: "%.2f", source.megapixels)),"bytes":\#(source.bytes)"#
+            if let path = source.path { extra += #","path":"\#(path)""# }
         }
         var text = ""
         for span in spans.all {

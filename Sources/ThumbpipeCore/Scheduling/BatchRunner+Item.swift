@@ -73,7 +73,7 @@ extension BatchRunner {
             source: outcome.header.map {
                 (
                     URL(fileURLWithPath: job.source).lastPathComponent, $0.format,
-                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead
+                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storePath?.rawValue
                 )
             })
         var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)

@@ -285,7 +285,7 @@ struct ItemLedger: Sendable {
             finished.profile = ItemProfile(
                 itemKey: item.itemKey, itemName: item.itemName, line: item.line, position: index,
                 source: item.image ?? "", format: header.format, width: header.width, height: header.height,
-                bytes: outcome.bytesRead, stages: stages,
+                bytes: outcome.bytesRead, path: outcome.storePath?.rawValue, stages: stages,
                 seconds: StageTimings.round(finished.spans.values.reduce(0, +)),
                 thumbnail: png)
         }

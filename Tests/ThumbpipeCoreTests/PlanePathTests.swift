@@ -1,0 +1,148 @@
+import CVips
+import CVipsShim
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+@testable import ThumbpipeCore
+
+/// The store of a JPEG through its planes: the same or a better store than
+/// libvips's, turned upright alike, a baseline JPEG any decoder reads.
+@Suite("JPEG plane path", .vipsStarted, .serialized)
+struct PlanePathTests {
+    /// The store file (and path) an item job makes of `source`, on the plane path or not.
+    static func store(_ source: String, planes: Bool, settings: PipelineSettings = PipelineSettings()) throws -> (
+        bytes: Data, path: StorePath?, thumbnail: Data?
+    ) {
+        let folder = TestPaths.temporaryFolder("plane-store")
+        var runner = ItemJobRunner(settings: settings, outputFolder: folder)
+        runner.planes = planes
+        let temporary = folder + "/store.jpg"
+        let job = ItemJob(
+            index: 0, itemKey: "k", source: source, makeThumbnail: true, makeStore: true, temporaryPath: temporary,
+            hashSource: false)
+        let outcome = runner.run(job)
+        if let failure = outcome.failure { throw failure }
+        return (try Data(contentsOf: URL(fileURLWithPath: temporary)), outcome.storePath, outcome.thumbnail)
+    }
+
+    /// The fixture JPEGs the plane path takes (8-bit YCbCr, sRGB or untagged, large enough to stream).
+    static var planeJPEGs: [String] {
+        (TestPaths.fixtureFiles("photos") + TestPaths.fixtureFiles("edge")).filter {
+            let lower = $0.lowercased()
+            guard lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") else { return false }
+            guard let header = try? Decode(limits: PipelineSettings().limits).header(of: TestPaths.fixture($0)) else {
+                return false
+            }
+            let plan = DecodePlan.choose(for: header, canvasWidth: 80, canvasHeight: 80)
+            return StorePath.choose(for: header, plan: plan, store: PipelineSettings.Store()) == .planes
+        }
+    }
+
+    static func decoded(_ bytes: Data) throws -> DecodedTestImage {
+        let path = TestPaths.temporaryFolder("plane-decode") + "/x.jpg"
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return try DecodedTestImage.load(path)
+    }
+
+    @Test(
+        "Every fixture JPEG the plane path takes: its store is within 0.5 dB of libvips's against the source, or better"
+    )
+    func storeFidelity() throws {
+        let files = Self.planeJPEGs
+        #expect(files.count >= 8, "\(files)")
+        for relative in files {
+            let source = TestPaths.fixture(relative)
+            let reference = try DecodedTestImage.load(source, autorotate: true)
+            let planes = try Self.store(source, planes: true)
+            let libvips = try Self.store(source, planes: false)
+            #expect(planes.path == .planes && libvips.path == .libvips, "\(relative)")
+            let a = try Self.decoded(planes.bytes)
+            let b = try Self.decoded(libvips.bytes)
+            #expect(a.width == reference.width && a.height == reference.height, "\(relative): upright size")
+            guard a.pixels.count == reference.pixels.count, b.pixels.count == reference.pixels.count else { continue }
+            let (pa, pb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
+            print("planes\t\(relative)\t\(String(format: "%.2f", pa)) dB\tlibvips \(String(format: "%.2f", pb)) dB")
+            #expect(pa >= pb - 0.5, "\(relative): planes \(pa) dB, libvips \(pb) dB")
+            // A baseline JPEG (SOF0, no progressive SOF2), 4:2:0.
+            let bytes = [UInt8](planes.bytes)
+            let markers = Set(
+                (0..<(bytes.count - 1)).lazy.filter { bytes[$0] == 0xFF }.map { bytes[$0 + 1] }.prefix(4096))
+            #expect(markers.contains(0xC0) && !markers.contains(0xC2), "\(relative): baseline")
+        }
+    }
+
+    /// A JPEG of `width × height` (odd sizes, 4:4:4 at Q95 or 4:2:0 at Q80) with EXIF orientation `orientation`.
+    static func oriented(_ orientation: Int, width: Int, height: Int, quality: Int32) throws -> String {
+        var source: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_load(TestPaths.fixture("photos/Nikon-D3100.jpg"), 1, 1, 0, 0, &source) == 0)
+        var cropped: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_crop(source, &cropped, 1001, 701, Int32(width), Int32(height)) == 0)
+        CVipsShim_unref(source)
+        var copy: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_remove_metadata(cropped, &copy, 0) == 0)
+        CVipsShim_unref(cropped)
+        vips_image_set_int(copy, VIPS_META_ORIENTATION, Int32(orientation))
+        let path = TestPaths.temporaryFolder("oriented") + "/o\(orientation)-\(width)x\(height)-q\(quality).jpg"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer { close(fd) }
+        try #require(CVipsShim_jpegsave_fd(copy, fd, quality, 0) == 0)
+        CVipsShim_unref(copy)
+        return path
+    }
+
+    @Test(
+        "All 8 orientations, odd sizes, 4:4:4 and 4:2:0 sources: the plane store is upright as libvips turns it",
+        arguments: [(1001, 667, Int32(95)), (999, 701, Int32(80))])
+    func orientations(size: (Int, Int, Int32)) throws {
+        for orientation in 1...8 {
+            let path = try Self.oriented(orientation, width: size.0, height: size.1, quality: size.2)
+            let upright = try DecodedTestImage.load(path, autorotate: true)
+            let planes = try Self.store(path, planes: true)
+            let libvips = try Self.store(path, planes: false)
+            #expect(planes.path == .planes, "orientation \(orientation)")
+            let a = try Self.decoded(planes.bytes)
+            let b = try Self.decoded(libvips.bytes)
+            #expect(
+                a.width == upright.width && a.height == upright.height,
+                "orientation \(orientation): \(a.width)×\(a.height)")
+            guard a.pixels.count == upright.pixels.count, b.pixels.count == upright.pixels.count else { continue }
+            // Against the upright source, as libvips turns it: a wrong turn costs 15 dB or more.
+            let (pa, pb) = (psnr(a.pixels, upright.pixels), psnr(b.pixels, upright.pixels))
+            #expect(pa >= pb - 0.5, "orientation \(orientation), \(size): planes \(pa) dB, libvips \(pb) dB")
+            // And the thumbnails agree (the tap fed from the planes, turned the same way).
+            let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
+            let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
+            #expect(
+                psnr(ta.pixels, tb.pixels) >= 32,
+                "orientation \(orientation): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+        }
+    }
+
+    @Test("djpeg (libjpeg-turbo's own decoder) reads every plane store; what the plane path refuses takes libvips")
+    func readableAndFallback() throws {
+        let djpeg = try #require(
+            ["/usr/bin/djpeg"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            "djpeg is not installed (make test installs libjpeg-turbo-progs)")
+        for relative in Self.planeJPEGs.prefix(6) {
+            let store = try Self.store(TestPaths.fixture(relative), planes: true)
+            let path = TestPaths.temporaryFolder("djpeg") + "/s.jpg"
+            try store.bytes.write(to: URL(fileURLWithPath: path))
+            let result = try runProcess(djpeg, ["-outfile", "/dev/null", path])
+            #expect(result.status == 0 && result.stderr.isEmpty, "\(relative): \(result.stderr)")
+        }
+        // CMYK, Adobe RGB, an XYB (jpegli) and a truncated JPEG: libvips's path (or its failure), never planes.
+        for relative in [
+            "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", "edge/icc-adobergb-photo_Canon-EOS-7D.jpg",
+            "edge/icc-xyb-jpegli_sample-xyb.jpg",
+        ] {
+            let store = try Self.store(TestPaths.fixture(relative), planes: true)
+            #expect(store.path == .libvips, "\(relative)")
+        }
+        var settings = PipelineSettings()
+        settings.store.orientation = .tag
+        #expect(
+            try Self.store(TestPaths.fixture("photos/Nikon-D3100.jpg"), planes: true, settings: settings).path
+                == .libvips)
+    }
+}
