@@ -13,6 +13,8 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
               process: the unavoidable work
   baseline    another thumbpipe build (THUMBPIPE_BASELINE=/path/to/thumbpipe), e.g. the
               commit before a change, to measure that change side by side
+  libvips-path  this thumbpipe with the JPEG plane path off (THUMBPIPE_JPEG_PLANES=off):
+              every store through libvips, to see what the planes save
 
 For thumbpipe the peak RSS column is its own report's `peakRSSBytes`: the parent and its
 worker processes together, sampled every 50 ms (GNU time sees only the largest single process).
@@ -63,8 +65,10 @@ def _make_one(job):
     megapixels = rng.uniform(8e6, 24e6) if kind == "jpeg" else rng.uniform(8e6, 12e6)
     image = image.resize(math.sqrt(megapixels / (cw * ch)), kernel="lanczos3")
     if kind == "jpeg":
-        # Camera-like: 4:2:0, quality 85-95, EXIF (with its orientation) kept.
-        image.jpegsave(out, Q=rng.choice([85, 90, 92, 95]))
+        # Camera-like: 4:2:0, quality 85-95, EXIF (with its orientation) kept. (libvips
+        # keeps full chroma from Q 90 unless told: sets made before 2026-12-01 were
+        # three quarters 4:4:4, unlike a camera's.)
+        image.jpegsave(out, Q=rng.choice([85, 90, 92, 95]), subsample_mode="on")
     elif kind == "png":
         image.pngsave(out, compression=6, strip=True)
     else:
@@ -140,7 +144,7 @@ def write_manifest(paths, path, repeat=1):
 PSS = {}
 
 
-def run_thumbpipe(paths, jobs, env=None, executable=None):
+def run_thumbpipe(paths, jobs, env=None, executable=None, name=None):
     manifest = write_manifest(paths, os.path.join(WORK, "bench.jsonl"))
     out = os.path.join(WORK, "out", "thumbpipe")
     shutil.rmtree(out, ignore_errors=True)
@@ -152,7 +156,7 @@ def run_thumbpipe(paths, jobs, env=None, executable=None):
         rss = max(rss, report.get("peakRSSBytes", 0))
         pss = (report.get("memory") or {}).get("peakPSSBytes")
         if pss:
-            name = "baseline" if executable else "thumbpipe"
+            name = name or ("baseline" if executable else "thumbpipe")
             PSS[name] = max(PSS.get(name, 0), pss)
     except (OSError, ValueError):
         pass
@@ -263,7 +267,7 @@ def main():
     parser.add_argument("--jpegs", type=int, default=200)
     parser.add_argument("--pngs", type=int, default=8)
     parser.add_argument("--heics", type=int, default=8)
-    parser.add_argument("--peers", default="thumbpipe,floor,pyvips,vips-cli,magick")
+    parser.add_argument("--peers", default="thumbpipe,libvips-path,floor,pyvips,vips-cli,magick")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the peers this many times, every other round in the reverse order")
     parser.add_argument("--only", choices=["jpeg", "png", "heic"], help="run the peers on one format of the set")
@@ -285,6 +289,9 @@ def main():
     runners = {
         "thumbpipe": lambda: run_thumbpipe(paths, args.jobs),
         "baseline": lambda: run_thumbpipe(paths, args.jobs, executable=os.environ["THUMBPIPE_BASELINE"]),
+        # The same build with the JPEG plane path off: every store through libvips.
+        "libvips-path": lambda: run_thumbpipe(
+            paths, args.jobs, env=dict(os.environ, THUMBPIPE_JPEG_PLANES="off"), name="libvips-path"),
         "floor": lambda: run_floor(paths, args.jobs),
         "pyvips": lambda: run_pyvips(paths, args.jobs),
         "vips-cli": lambda: run_xargs(paths, args.jobs, VIPS_CLI, "vips-cli"),

@@ -1,8 +1,80 @@
 #include "CJpegPlanes.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
+
+// Plane buffers are kept for the next image: a worker decodes one photo after
+// another, and each fresh 10-40 MB buffer is a fresh mapping whose every page
+// faults in (and is zeroed) again. A few are kept, each with its capacity in a
+// header before it, at most KEPT_BYTES in all (a 12 Mpx 4:2:0 photo's planes
+// and its turned copy).
+#define KEPT_BUFFERS 4
+#define KEPT_BYTES ((size_t)40 << 20)
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *kept[KEPT_BUFFERS];
+
+typedef struct {
+    size_t capacity;
+    size_t pad;
+} BufferHeader;
+
+static unsigned char *plane_alloc(size_t size) {
+    pthread_mutex_lock(&kept_lock);
+    int best = -1;
+    for (int i = 0; i < KEPT_BUFFERS; i++) {
+        if (!kept[i]) continue;
+        size_t capacity = ((BufferHeader *)kept[i] - 1)->capacity;
+        if (capacity >= size && (best < 0 || capacity < ((BufferHeader *)kept[best] - 1)->capacity)) best = i;
+    }
+    unsigned char *buffer = NULL;
+    if (best >= 0) {
+        buffer = kept[best];
+        kept[best] = NULL;
+    }
+    pthread_mutex_unlock(&kept_lock);
+    if (buffer) return buffer;
+    BufferHeader *header = malloc(sizeof(BufferHeader) + size);
+    if (!header) return NULL;
+    header->capacity = size;
+    return (unsigned char *)(header + 1);
+}
+
+static void plane_free(unsigned char *buffer) {
+    if (!buffer) return;
+    pthread_mutex_lock(&kept_lock);
+    size_t held = ((BufferHeader *)buffer - 1)->capacity;
+    for (int i = 0; i < KEPT_BUFFERS; i++) {
+        if (kept[i]) held += ((BufferHeader *)kept[i] - 1)->capacity;
+    }
+    if (held > KEPT_BYTES) {
+        pthread_mutex_unlock(&kept_lock);
+        free((BufferHeader *)buffer - 1);
+        return;
+    }
+    for (int i = 0; i < KEPT_BUFFERS; i++) {
+        if (!kept[i]) {
+            kept[i] = buffer;
+            buffer = NULL;
+            break;
+        }
+    }
+    if (buffer) {
+        // Full: keep the larger of it and the smallest kept.
+        int smallest = 0;
+        for (int i = 1; i < KEPT_BUFFERS; i++) {
+            if (((BufferHeader *)kept[i] - 1)->capacity < ((BufferHeader *)kept[smallest] - 1)->capacity) smallest = i;
+        }
+        if (((BufferHeader *)kept[smallest] - 1)->capacity < ((BufferHeader *)buffer - 1)->capacity) {
+            unsigned char *old = kept[smallest];
+            kept[smallest] = buffer;
+            buffer = old;
+        }
+    }
+    pthread_mutex_unlock(&kept_lock);
+    if (buffer) free((BufferHeader *)buffer - 1);
+}
 
 static int fail(char *error, size_t size, const char *what, tjhandle handle) {
     if (error && size) snprintf(error, size, "%s%s%s", what, handle ? ": " : "", handle ? tjGetErrorStr2(handle) : "");
@@ -11,37 +83,13 @@ static int fail(char *error, size_t size, const char *what, tjhandle handle) {
 
 void CJpegPlanes_free(CJpegPlanes *p) {
     if (!p) return;
-    free(p->y);
-    free(p->cb);
-    free(p->cr);
+    plane_free(p->y);
+    plane_free(p->cb);
+    plane_free(p->cr);
     p->y = p->cb = p->cr = NULL;
 }
 
 void CJpegPlanes_free_buffer(unsigned char *jpeg) { tjFree(jpeg); }
-
-// A `w × h` plane box-averaged by `fx × fy` (1 or 2 each) into `ow × oh`; an odd
-// edge averages the samples it has.
-static unsigned char *downsample(const unsigned char *in, int w, int h, int fx, int fy, int ow, int oh) {
-    unsigned char *out = malloc((size_t)ow * oh);
-    if (!out) return NULL;
-    for (int y = 0; y < oh; y++) {
-        for (int x = 0; x < ow; x++) {
-            int sum = 0, n = 0;
-            for (int dy = 0; dy < fy; dy++) {
-                int sy = y * fy + dy;
-                if (sy >= h) continue;
-                for (int dx = 0; dx < fx; dx++) {
-                    int sx = x * fx + dx;
-                    if (sx >= w) continue;
-                    sum += in[(size_t)sy * w + sx];
-                    n++;
-                }
-            }
-            out[(size_t)y * ow + x] = (unsigned char)((sum + n / 2) / n);
-        }
-    }
-    return out;
-}
 
 int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out, char *error, size_t error_size) {
     memset(out, 0, sizeof *out);
@@ -53,19 +101,18 @@ int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out,
         tjDestroy(handle);
         return status;
     }
-    if (colorspace != TJCS_YCbCr ||
-        (subsamp != TJSAMP_420 && subsamp != TJSAMP_444 && subsamp != TJSAMP_422 && subsamp != TJSAMP_440)) {
+    if (colorspace != TJCS_YCbCr || subsamp != TJSAMP_420) {
         tjDestroy(handle);
-        return fail(error, error_size, "not a YCbCr JPEG of 4:2:0, 4:2:2, 4:4:0 or 4:4:4 subsampling", NULL);
+        return fail(error, error_size, "not a 4:2:0 YCbCr JPEG", NULL);
     }
     unsigned char *native[3] = {NULL, NULL, NULL};
     int widths[3], heights[3];
     for (int c = 0; c < 3; c++) {
         widths[c] = tjPlaneWidth(c, width, subsamp);
         heights[c] = tjPlaneHeight(c, height, subsamp);
-        native[c] = (widths[c] > 0 && heights[c] > 0) ? malloc((size_t)widths[c] * heights[c]) : NULL;
+        native[c] = (widths[c] > 0 && heights[c] > 0) ? plane_alloc((size_t)widths[c] * heights[c]) : NULL;
         if (!native[c]) {
-            for (int i = 0; i < c; i++) free(native[i]);
+            for (int i = 0; i < c; i++) plane_free(native[i]);
             tjDestroy(handle);
             return fail(error, error_size, "out of memory for the planes", NULL);
         }
@@ -74,51 +121,22 @@ int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out,
     if (tjDecompressToYUVPlanes(handle, jpeg, (unsigned long)size, native, width, widths, height,
                                 TJFLAG_STOPONWARNING)) {
         int status = fail(error, error_size, "decode", handle);
-        for (int c = 0; c < 3; c++) free(native[c]);
+        for (int c = 0; c < 3; c++) plane_free(native[c]);
         tjDestroy(handle);
         return status;
     }
     tjDestroy(handle);
     out->width = width;
     out->height = height;
-    out->chroma_width = tjPlaneWidth(1, width, TJSAMP_420);
-    out->chroma_height = tjPlaneHeight(1, height, TJSAMP_420);
-    // Y as 4:2:0 lays it out: rows padded to an even width and count (a 4:4:4
-    // source's Y is unpadded, so it is copied into that shape).
-    const int y_stride = tjPlaneWidth(0, width, TJSAMP_420), y_rows = tjPlaneHeight(0, height, TJSAMP_420);
-    if (widths[0] == y_stride && heights[0] == y_rows) {
-        out->y = native[0];
-    } else {
-        out->y = malloc((size_t)y_stride * y_rows);
-        if (!out->y) {
-            for (int c = 0; c < 3; c++) free(native[c]);
-            return fail(error, error_size, "out of memory for the planes", NULL);
-        }
-        for (int row = 0; row < y_rows; row++) {
-            const unsigned char *from = native[0] + (size_t)(row < heights[0] ? row : heights[0] - 1) * widths[0];
-            unsigned char *to = out->y + (size_t)row * y_stride;
-            const int n = widths[0] < y_stride ? widths[0] : y_stride;
-            memcpy(to, from, (size_t)n);
-            for (int x = n; x < y_stride; x++) to[x] = to[n - 1];
-        }
-        free(native[0]);
-    }
-    out->y_stride = y_stride;
-    out->y_rows = y_rows;
-    if (subsamp == TJSAMP_420) {
-        out->cb = native[1];
-        out->cr = native[2];
-    } else {
-        int fx = widths[1] == width ? 2 : 1, fy = heights[1] == height ? 2 : 1;
-        out->cb = downsample(native[1], widths[1], heights[1], fx, fy, out->chroma_width, out->chroma_height);
-        out->cr = downsample(native[2], widths[2], heights[2], fx, fy, out->chroma_width, out->chroma_height);
-        free(native[1]);
-        free(native[2]);
-        if (!out->cb || !out->cr) {
-            CJpegPlanes_free(out);
-            return fail(error, error_size, "out of memory for the planes", NULL);
-        }
-    }
+    // TurboJPEG's 4:2:0 geometry: Y rows padded to an even width and count,
+    // chroma of half each side, rounded up.
+    out->y = native[0];
+    out->cb = native[1];
+    out->cr = native[2];
+    out->y_stride = widths[0];
+    out->y_rows = heights[0];
+    out->chroma_width = widths[1];
+    out->chroma_height = heights[1];
     return 0;
 }
 
@@ -129,7 +147,7 @@ int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out,
 static unsigned char *turn(const unsigned char *in, int stride, int w, int h, int o, int out_stride, int out_rows) {
     const int swap = o >= 5;
     const int uw = swap ? h : w, uh = swap ? w : h;
-    unsigned char *out = malloc((size_t)out_stride * out_rows);
+    unsigned char *out = plane_alloc((size_t)out_stride * out_rows);
     if (!out) return NULL;
     for (int y = 0; y < uh; y++) {
         unsigned char *row = out + (size_t)y * out_stride;
@@ -175,9 +193,9 @@ int CJpegPlanes_orient(CJpegPlanes *p, int orientation, char *error, size_t erro
     unsigned char *cb = turn(p->cb, p->chroma_width, p->chroma_width, p->chroma_height, orientation, cw, ch);
     unsigned char *cr = turn(p->cr, p->chroma_width, p->chroma_width, p->chroma_height, orientation, cw, ch);
     if (!y || !cb || !cr) {
-        free(y);
-        free(cb);
-        free(cr);
+        plane_free(y);
+        plane_free(cb);
+        plane_free(cr);
         return fail(error, error_size, "out of memory turning the planes", NULL);
     }
     CJpegPlanes_free(p);

@@ -50,13 +50,21 @@ struct PlanePathTests {
     )
     func storeFidelity() throws {
         let files = Self.planeJPEGs
-        #expect(files.count >= 8, "\(files)")
+        var tookPlanes = 0
+        defer { #expect(tookPlanes >= 8, "\(tookPlanes) of \(files)") }
         for relative in files {
             let source = TestPaths.fixture(relative)
             let reference = try DecodedTestImage.load(source, autorotate: true)
             let planes = try Self.store(source, planes: true)
             let libvips = try Self.store(source, planes: false)
-            #expect(planes.path == .planes && libvips.path == .libvips, "\(relative)")
+            #expect(libvips.path == .libvips, "\(relative)")
+            // libvips calls every subsampled JPEG 4:2:0; a 4:2:2 one (Canon's) is refused
+            // by TurboJPEG's own header check and takes libvips.
+            guard planes.path == .planes else {
+                #expect(planes.path == .libvips, "\(relative)")
+                continue
+            }
+            tookPlanes += 1
             let a = try Self.decoded(planes.bytes)
             let b = try Self.decoded(libvips.bytes)
             #expect(a.width == reference.width && a.height == reference.height, "\(relative): upright size")
@@ -72,7 +80,7 @@ struct PlanePathTests {
         }
     }
 
-    /// A JPEG of `width × height` (odd sizes, 4:4:4 at Q95 or 4:2:0 at Q80) with EXIF orientation `orientation`.
+    /// A 4:2:0 JPEG of `width × height` at `quality` (below 90) with EXIF orientation `orientation`.
     static func oriented(_ orientation: Int, width: Int, height: Int, quality: Int32) throws -> String {
         var source: UnsafeMutablePointer<VipsImage>? = nil
         try #require(CVipsShim_load(TestPaths.fixture("photos/Nikon-D3100.jpg"), 1, 1, 0, 0, &source) == 0)
@@ -92,8 +100,8 @@ struct PlanePathTests {
     }
 
     @Test(
-        "All 8 orientations, odd sizes, 4:4:4 and 4:2:0 sources: the plane store is upright as libvips turns it",
-        arguments: [(1001, 667, Int32(95)), (999, 701, Int32(80))])
+        "All 8 orientations, odd and even sizes: the plane store is upright as libvips turns it",
+        arguments: [(1001, 667, Int32(80)), (999, 701, Int32(80)), (1000, 700, Int32(85))])
     func orientations(size: (Int, Int, Int32)) throws {
         for orientation in 1...8 {
             let path = try Self.oriented(orientation, width: size.0, height: size.1, quality: size.2)
@@ -131,6 +139,9 @@ struct PlanePathTests {
             let result = try runProcess(djpeg, ["-outfile", "/dev/null", path])
             #expect(result.status == 0 && result.stderr.isEmpty, "\(relative): \(result.stderr)")
         }
+        // A 4:4:4 JPEG (libvips writes them from Q90): libvips's path, by the measured policy.
+        let full = try Self.oriented(6, width: 1001, height: 667, quality: 95)
+        #expect(try Self.store(full, planes: true).path == .libvips)
         // CMYK, Adobe RGB, an XYB (jpegli) and a truncated JPEG: libvips's path (or its failure), never planes.
         for relative in [
             "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", "edge/icc-adobergb-photo_Canon-EOS-7D.jpg",

@@ -24,11 +24,12 @@ typedef struct {
     unsigned char *y, *cb, *cr;
 } CJpegPlanes;
 
-/// Decodes `jpeg` (the file's bytes) into 4:2:0 planes: a 4:4:4, 4:2:2 or 4:4:0
-/// source's chroma is box-averaged to 4:2:0 in the plane domain, as libjpeg
-/// itself subsamples. Refuses (-1) anything but an 8-bit YCbCr JPEG of those
-/// subsamplings, and any decoder warning (a corrupt or truncated file is left
-/// to libvips and its fail_on rules). Free with CJpegPlanes_free.
+/// Decodes `jpeg` (the file's bytes) into its 4:2:0 planes. Refuses (-1)
+/// anything but an 8-bit 4:2:0 YCbCr JPEG (full-resolution chroma planes cost
+/// more, in memory and its traffic, than the round trip they save: measured
+/// 0.97× libvips's speed and +140 MB PSS over 4:4:4 photos, against 1.18× over
+/// 4:2:0 ones), and any decoder warning (a corrupt or truncated file is left to
+/// libvips and its fail_on rules). Free with CJpegPlanes_free.
 int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out, char *error, size_t error_size);
 
 /// The planes turned upright for EXIF orientation 1–8 (as libvips's autorot
