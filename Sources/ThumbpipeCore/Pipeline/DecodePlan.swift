@@ -6,10 +6,11 @@ import Foundation
 /// the store file back, so a thumbnail depends on the source and the
 /// thumbnail settings only, never on the store's.
 public enum DecodePlan: Sendable, Equatable {
-    /// One streaming full decode: the store's pipeline pulls the pixels towards
-    /// the JPEG encoder, and a tap on the way box-averages them by `factor` for
-    /// the thumbnail (the largest whole factor that still leaves ≥ 2× for the
-    /// final Lanczos3 resize, libvips's own rule for shrink-on-load).
+    /// One full decode: the store's pipeline pulls the pixels towards the JPEG
+    /// encoder, and a tap on the way box-averages them by `factor` for the
+    /// thumbnail (the largest whole factor that still leaves ≥ 2× for the final
+    /// Lanczos3 resize, libvips's own rule for shrink-on-load); a 4:2:0 JPEG's
+    /// tap reads the same blocks from its planes instead (``StorePath``).
     case tap(factor: Int)
     /// Sources too small to shrink (the covering side is under 4× the canvas):
     /// one full decode into memory feeds both outputs.
