@@ -202,3 +202,55 @@ struct ChangeClassTests {
             "\(night.stderr)")
     }
 }
+
+/// EXIF dates in the zone the photo says.
+@Suite("EXIF dates with their offset")
+struct ExifOffsetTests {
+    /// An Exif APP1 segment (big-endian TIFF) holding DateTimeOriginal and OffsetTimeOriginal.
+    static func exifSegment(date: String, offset: String) -> [UInt8] {
+        func u16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 255), UInt8(v & 255)] }
+        func u32(_ v: Int) -> [UInt8] {
+            [UInt8(v >> 24 & 255), UInt8(v >> 16 & 255), UInt8(v >> 8 & 255), UInt8(v & 255)]
+        }
+        let dateBytes = Array(date.utf8) + [0]  // 20 bytes
+        let offsetBytes = Array(offset.utf8) + [0]  // 7 bytes
+        // TIFF header (8), IFD0 at 8: 1 entry (ExifIFDPointer) = 2 + 12 + 4 = 18 → Exif IFD at 26:
+        // 2 entries = 2 + 24 + 4 = 30 → values at 56.
+        var tiff = Array("MM".utf8) + u16(42) + u32(8)
+        tiff += u16(1) + u16(0x8769) + u16(4) + u32(1) + u32(26) + u32(0)
+        let dateAt = 56
+        let offsetAt = dateAt + dateBytes.count
+        tiff += u16(2)
+        tiff += u16(0x9003) + u16(2) + u32(dateBytes.count) + u32(dateAt)
+        tiff += u16(0x9011) + u16(2) + u32(offsetBytes.count) + u32(offsetAt)
+        tiff += u32(0)
+        tiff += dateBytes + offsetBytes
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        return [0xFF, 0xE1] + u16(payload.count + 2) + payload
+    }
+
+    @Test("DateTimeOriginal 2019:10:20 18:34:30 with OffsetTimeOriginal +02:00 is archived as 16:34:30Z")
+    func offsetApplied() throws {
+        let folder = TestPaths.temporaryFolder("exif-offset")
+        // A photo without EXIF of its own, given just these two tags.
+        let plain = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Kodak-PIXPRO-SP360-small.jpg")))
+        var bytes = [UInt8](plain)
+        // Drop any APP1 the photo has, then put ours right after SOI.
+        var at = 2
+        var kept: [UInt8] = [0xFF, 0xD8]
+        while at + 4 <= bytes.count, bytes[at] == 0xFF, bytes[at + 1] != 0xDA {
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if bytes[at + 1] != 0xE1 { kept += bytes[at..<(at + 2 + length)] }
+            at += 2 + length
+        }
+        bytes =
+            [0xFF, 0xD8] + Self.exifSegment(date: "2019:10:20 18:34:30", offset: "+02:00") + kept.dropFirst(2)
+            + bytes[at...]
+        try Data(bytes).write(to: URL(fileURLWithPath: folder + "/a.jpg"))
+        let manifest = writeFile(folder, "items.jsonl", #"{"itemName": "A", "image": "a.jpg", "itemKey": "ka"}"# + "\n")
+        let run = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let item = try KeyedArchiveReader(path: folder + "/out/items.archive").validItem(at: 0)
+        #expect(item.dateCreated.timeIntervalSince1970 == 1_571_589_270, "\(item.dateCreated)")
+    }
+}

@@ -260,8 +260,9 @@ public final class RunState: @unchecked Sendable {
     }
 
     /// The items that share a photo (the same content hash), in groups of at
-    /// least two: each group its items' keys and names, at most `limit` groups.
-    public func duplicates(limit: Int = 1000) throws -> [[DuplicateItem]] {
+    /// least two: each group its items' keys and names, at most `limit` groups
+    /// and `itemLimit` items in all (a collection of copies stays a short list).
+    public func duplicates(limit: Int = 100, itemLimit: Int = 1000) throws -> [[DuplicateItem]] {
         guard rowSchema >= 3 else { return [] }
         var groups: [String: [DuplicateItem]] = [:]
         var order: [String] = []
@@ -271,7 +272,7 @@ public final class RunState: @unchecked Sendable {
                 SELECT source_hash, item_key, item_name FROM items WHERE source_hash IN (
                     SELECT source_hash FROM items WHERE source_hash != '' AND failure IS NULL
                     GROUP BY source_hash HAVING COUNT(*) > 1 LIMIT \(limit))
-                ORDER BY source_hash, item_key
+                ORDER BY source_hash, item_key LIMIT \(itemLimit)
                 """
             ) { row in
                 let hash = row.text(0) ?? ""
