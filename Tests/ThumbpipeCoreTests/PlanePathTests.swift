@@ -157,3 +157,23 @@ struct PlanePathTests {
                 == .libvips)
     }
 }
+
+extension PlanePathTests {
+    @Test("The planes are never held for what the decode plan would not hold: over 30 Mpx, or a file over 64 MB, takes libvips")
+    func boundedInput() throws {
+        var header = try Decode(limits: PipelineSettings().limits).header(
+            of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
+        let plan = DecodePlan.tap(factor: 19)
+        #expect(StorePath.readsPlanes(header, plan: plan))
+        header.width = 8000
+        header.height = 4000
+        #expect(!StorePath.readsPlanes(header, plan: plan), "32 Mpx")
+        #expect(!StorePath.readsPlanes(header, plan: .once))
+        // A JPEG followed by 65 MB of padding: the same pixels, on libvips.
+        let padded = TestPaths.temporaryFolder("padded") + "/p.jpg"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Nikon-D3100.jpg")))
+        bytes.append(Data(count: 65 << 20))
+        try bytes.write(to: URL(fileURLWithPath: padded))
+        #expect(try Self.store(padded, planes: true).path == .libvips)
+    }
+}

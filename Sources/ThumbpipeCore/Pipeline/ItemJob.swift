@@ -128,7 +128,7 @@ public struct ItemJobRunner: Sendable {
         }
         if outcome.decoded {
             outcome.bytesRead = Self.fileSize(job.source)
-            if job.hashSource { outcome.sourceHash = ContentHash.file(job.source) }
+            if job.hashSource && outcome.sourceHash == nil { outcome.sourceHash = ContentHash.file(job.source) }
         }
         outcome.spans = spans
         outcome.peakRSSBytes = ProcessMemory.peakResidentBytes()
@@ -230,6 +230,7 @@ public struct ItemJobRunner: Sendable {
                 }, spans: &attempt)
         else { return false }
         spans.append(attempt)
+        if job.hashSource { outcome.sourceHash = made.sourceHash }
         if let file = made.file {
             try spans.measure(.write) { try file.closeForCommit() }
             outcome.storeWritten = true

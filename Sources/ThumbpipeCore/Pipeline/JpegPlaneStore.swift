@@ -28,8 +28,14 @@ public enum StorePath: String, Sendable, Codable {
     /// alone, never the store's settings, so a thumbnail's bytes do not depend on them.
     static func readsPlanes(_ header: SourceHeader, plan: DecodePlan) -> Bool {
         guard case .tap = plan else { return false }
-        return header.sRGBJPEG
+        // The planes are held whole (libvips streams): never for sources the decode
+        // plan would not hold in memory either.
+        return header.sRGBJPEG && header.width * header.height <= DecodePlan.inMemoryLimit
     }
+
+    /// The largest file the plane path reads into memory; a larger one (a JPEG
+    /// padded with megabytes after its image, say) is left to libvips, which streams it.
+    static let maxFileBytes: Int64 = 64 << 20
 
     static let disabled = ProcessInfo.processInfo.environment["THUMBPIPE_JPEG_PLANES"] == "off"
 }
@@ -47,13 +53,17 @@ struct JpegPlaneStore {
     func write(
         _ path: String, header: SourceHeader, temporaryPath: String?, tap: (Int, Int) throws -> ThumbnailTap?,
         spans: inout Spans
-    ) throws -> (file: TemporaryFile?, tap: ThumbnailTap?)? {
+    ) throws -> (file: TemporaryFile?, tap: ThumbnailTap?, sourceHash: String)? {
         var planes = CJpegPlanes()
         var error = [CChar](repeating: 0, count: 256)
+        guard let bytes = FileInfo(path: path)?.size, bytes <= StorePath.maxFileBytes else { return nil }
+        // The bytes decoded are the bytes hashed: the source is read once.
+        var sourceHash = ""
         let decoded: Bool = spans.measure(.decode) {
             guard let bytes = FileManager.default.contents(atPath: path) else { return false }
             return bytes.withUnsafeBytes { raw in
-                CJpegPlanes_decode(
+                sourceHash = ContentHash.hex(bytes: raw)
+                return CJpegPlanes_decode(
                     raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &planes, &error, error.count) == 0
             }
         }
@@ -67,7 +77,7 @@ struct JpegPlaneStore {
                     filled.pointer, planes.y, planes.y_stride, planes.cb, planes.cr, planes.chroma_width) == 0
             else { return nil }
         }
-        guard let temporaryPath else { return (nil, filled) }
+        guard let temporaryPath else { return (nil, filled, sourceHash) }
         var jpeg: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
         let encoded: Bool = spans.measure(.store) {
@@ -84,6 +94,6 @@ struct JpegPlaneStore {
             file.discard()
             throw error
         }
-        return (file, filled)
+        return (file, filled, sourceHash)
     }
 }

@@ -76,6 +76,11 @@ public struct ContentHash {
         return h
     }
 
+    /// The XXH64 of bytes in memory, as 16 hex digits (as ``file(_:)`` gives a file's).
+    public static func hex(bytes: UnsafeRawBufferPointer) -> String {
+        String(xxh64(bytes), radix: 16).leftPadded(to: 16)
+    }
+
     /// The XXH64 of a string's UTF-8, as 16 hex digits.
     public static func hex(_ text: String) -> String {
         let value = Array(text.utf8).withUnsafeBytes { xxh64($0) }
