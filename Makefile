@@ -144,7 +144,7 @@ bench: deps
 	@# The products the benchmark runs (a plain release build would also build the test support, which needs Swift Testing).
 	$(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
 	$(SWIFT) build $(RELEASE_FLAGS) --product store-floor
-	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 3 --memory --incremental
+	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 5 --memory --incremental
 	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
 	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
 
