@@ -298,8 +298,9 @@ enum RunCommand {
         }
         if result.classes.contains(where: { $0.key != .new && $0.value > 0 }) {
             terminal.diagnostic("thumbpipe: \(result.planSummary); \(result.decodedItems) decoded")
-            for item in result.removed.prefix(20) { terminal.diagnostic("  removed: \(item)") }
-            if result.removed.count > 20 { terminal.diagnostic("  … and \(result.removed.count - 20) more removed") }
+            if !result.removed.isEmpty {
+                terminal.diagnostic(IncrementalPlan.list(result.removed, limit: 20, prefix: "  removed: "))
+            }
         }
         if let trace, trace.droppedItems > 0 {
             terminal.warning(

@@ -234,7 +234,7 @@ public struct ItemJobRunner: Sendable {
         if let file = made.file {
             try spans.measure(.write) { try file.closeForCommit() }
             outcome.storeWritten = true
-            outcome.storeHash = ContentHash.file(job.temporaryPath)
+            outcome.storeHash = made.storeHash
             outcome.storePath = .planes
         }
         if let tap = made.tap {

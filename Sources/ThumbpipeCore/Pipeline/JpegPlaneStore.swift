@@ -53,7 +53,7 @@ struct JpegPlaneStore {
     func write(
         _ path: String, header: SourceHeader, temporaryPath: String?, tap: (Int, Int) throws -> ThumbnailTap?,
         spans: inout Spans
-    ) throws -> (file: TemporaryFile?, tap: ThumbnailTap?, sourceHash: String)? {
+    ) throws -> (file: TemporaryFile?, tap: ThumbnailTap?, sourceHash: String, storeHash: String?)? {
         var planes = CJpegPlanes()
         var error = [CChar](repeating: 0, count: 256)
         guard let bytes = FileInfo(path: path)?.size, bytes <= StorePath.maxFileBytes else { return nil }
@@ -77,7 +77,7 @@ struct JpegPlaneStore {
                     filled.pointer, planes.y, planes.y_stride, planes.cb, planes.cr, planes.chroma_width) == 0
             else { return nil }
         }
-        guard let temporaryPath else { return (nil, filled, sourceHash) }
+        guard let temporaryPath else { return (nil, filled, sourceHash, nil) }
         var jpeg: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
         let encoded: Bool = spans.measure(.store) {
@@ -87,13 +87,15 @@ struct JpegPlaneStore {
         }
         defer { CJpegPlanes_free_buffer(jpeg) }
         guard encoded, let jpeg else { return nil }
+        let output = UnsafeRawBufferPointer(start: jpeg, count: Int(size))
         let file = try TemporaryFile(path: temporaryPath)
         do {
-            try spans.measure(.store) { try file.write(UnsafeRawBufferPointer(start: jpeg, count: Int(size))) }
+            try spans.measure(.store) { try file.write(output) }
         } catch {
             file.discard()
             throw error
         }
-        return (file, filled, sourceHash)
+        // Hashed from the bytes written, not read back from the file.
+        return (file, filled, sourceHash, ContentHash.hex(bytes: output))
     }
 }

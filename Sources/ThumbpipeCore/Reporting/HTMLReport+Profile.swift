@@ -6,7 +6,7 @@ extension HTMLReport {
     static func hints(_ r: RunReport) -> String {
         guard let hints = r.profile?.hints, !hints.isEmpty else { return "" }
         var html = "<section id=\"hints\"><h2>What to change</h2><table><tr><th>hint</th><th>the figure</th></tr>"
-        for hint in hints { html += "<tr><td>\(escape(hint.text))</td><td>\(escape(hint.figure))</td></tr>" }
+        for hint in hints { html += "<tr><td>\(e(hint.text))</td><td>\(e(hint.figure))</td></tr>" }
         return html + "</table></section>\n"
     }
 
@@ -14,10 +14,10 @@ extension HTMLReport {
         guard let p = r.profile else { return "" }
         func table(_ title: String, _ groups: [RunProfile.Group]) -> String {
             var html =
-                "<h3>\(escape(title))</h3><table><tr><th></th><th class=n>items</th><th class=n>share of items</th><th class=n>time</th><th class=n>share of time</th><th class=n>p50</th><th class=n>p95</th></tr>"
+                "<h3>\(e(title))</h3><table><tr><th></th><th class=n>items</th><th class=n>share of items</th><th class=n>time</th><th class=n>share of time</th><th class=n>p50</th><th class=n>p95</th></tr>"
             for g in groups {
                 html +=
-                    "<tr><td>\(escape(g.name))</td><td class=n>\(g.items)</td><td class=n>\(RunProfile.percent(g.itemShare))</td><td class=n>\(String(format: "%.2f s", g.seconds))</td><td class=n>\(RunProfile.percent(g.timeShare))</td><td class=n>\(SVGChart.milliseconds(g.p50Ms))</td><td class=n>\(SVGChart.milliseconds(g.p95Ms))</td></tr>"
+                    "<tr><td>\(e(g.name))</td><td class=n>\(g.items)</td><td class=n>\(RunProfile.percent(g.itemShare))</td><td class=n>\(String(format: "%.2f s", g.seconds))</td><td class=n>\(RunProfile.percent(g.timeShare))</td><td class=n>\(SVGChart.milliseconds(g.p50Ms))</td><td class=n>\(SVGChart.milliseconds(g.p95Ms))</td></tr>"
             }
             return html + "</table>"
         }
@@ -45,10 +45,8 @@ extension HTMLReport {
         html += "<table><tr><th>line</th><th>key</th><th>source</th><th>why</th></tr>"
         for guess in r.datesFromFileTime.prefix(200) {
             html +=
-                "<tr><td class=n>\(guess.line)</td><td>\(escape(guess.itemKey))</td><td>\(escape(guess.source))</td><td>\(escape(guess.reason))</td></tr>"
+                "<tr><td class=n>\(guess.line)</td><td>\(e(guess.itemKey))</td><td>\(e(guess.source))</td><td>\(e(guess.reason))</td></tr>"
         }
         return html + "</table></section>\n"
     }
-
-    private static func escape(_ text: String) -> String { SVGChart.escape(text) }
 }

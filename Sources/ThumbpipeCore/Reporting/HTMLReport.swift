@@ -306,7 +306,7 @@ public enum HTMLReport {
         return html + "</section>\n"
     }
 
-    private static func e(_ text: String) -> String { SVGChart.escape(text) }
+    static func e(_ text: String) -> String { SVGChart.escape(text) }
 
     private static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1e6) }
 

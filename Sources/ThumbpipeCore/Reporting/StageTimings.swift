@@ -28,14 +28,7 @@ public final class StageTimings: Sendable {
     public func record(_ stage: Stage, seconds: Double, items: Int) {
         guard items > 0 else { return }
         let average = seconds / Double(items)
-        histograms.withLock { all in
-            var histogram = all[stage, default: Histogram()]
-            histogram.buckets[Self.bucket(average), default: 0] += items
-            histogram.count += items
-            histogram.total += seconds
-            histogram.maximum = max(histogram.maximum, average)
-            all[stage] = histogram
-        }
+        histograms.withLock { $0[stage, default: Histogram()].add(average, count: items) }
     }
 
     /// One stage's figures in a report.
@@ -114,10 +107,11 @@ struct DurationHistogram: Sendable {
 
     static func value(ofBucket bucket: Int) -> Double { smallest * pow(growth, Double(bucket)) }
 
-    mutating func add(_ seconds: Double) {
-        buckets[Self.bucket(seconds), default: 0] += 1
-        count += 1
-        total += seconds
+    /// Adds `count` durations of `seconds` each.
+    mutating func add(_ seconds: Double, count added: Int = 1) {
+        buckets[Self.bucket(seconds), default: 0] += added
+        count += added
+        total += seconds * Double(added)
         maximum = max(maximum, seconds)
     }
 

@@ -35,16 +35,11 @@ public struct ItemRecord: Sendable, Equatable {
     /// The item's name when it was recorded (what a removed or kept item is reported by).
     public var itemName = ""
     /// ``ItemRecord/fieldsHash(_:)`` of the item's archived fields when it was
-    /// recorded ("" when unknown): a different one is a metadata edit.
-    public var fieldsHash = ""
+    /// recorded (0 when unknown): a different one is a metadata edit.
+    public var fieldsHash: UInt64 = 0
 
-    /// A hash of what an item archives besides its photo: name, serial number,
-    /// value and the date the manifest gives.
-    public static func fieldsHash(_ item: ManifestItem) -> String {
-        var text = item.itemName + "\u{0}" + item.serialNumber + "\u{0}" + String(item.valueInDollars) + "\u{0}"
-        if let date = item.dateCreated { text += String(date.timeIntervalSince1970) }
-        return ContentHash.hex(text)
-    }
+    /// The hash of what an item archives besides its photo (``ItemList/fieldsHash(at:)``).
+    public static func fieldsHash(_ item: ManifestItem) -> UInt64 { ItemList.fieldsHash(of: item) }
 }
 
 /// An item whose photo another item has too.
@@ -53,18 +48,14 @@ public struct DuplicateItem: Sendable, Codable, Equatable {
     public var itemName: String
 }
 
-/// What the state's one sequential scan gives of a recorded item.
+/// What the state's one sequential scan gives of a recorded item: just enough
+/// to classify it (its full record is read only where the plan needs it).
 public struct RecordedKey: Sendable {
     public var itemKey: String
     /// Whether the item had a photo.
     public var hadSource: Bool
-    public var itemName: String
-    public var sourcePath: String
-    public var sourceSize: Int64
-    public var sourceHash: String
-    public var fieldsHash: String
-    /// Whether it failed (a failed item's outputs are nothing to move).
-    public var failed: Bool
+    /// Its recorded ``ItemRecord/fieldsHash``, 0 when none is recorded.
+    public var fieldsHash: UInt64
 }
 
 /// The incremental-run state in `OUT/.thumbpipe/state.sqlite` (SQLite, WAL):
@@ -128,7 +119,7 @@ public final class RunState: @unchecked Sendable {
                     failure_stage TEXT,
                     failure_fingerprint TEXT NOT NULL DEFAULT '',
                     item_name TEXT NOT NULL DEFAULT '',
-                    fields_hash TEXT NOT NULL DEFAULT ''
+                    fields_hash INTEGER NOT NULL DEFAULT 0
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -157,7 +148,7 @@ public final class RunState: @unchecked Sendable {
                 ALTER TABLE items ADD COLUMN failure_stage TEXT;
                 ALTER TABLE items ADD COLUMN failure_fingerprint TEXT NOT NULL DEFAULT '';
                 ALTER TABLE items ADD COLUMN item_name TEXT NOT NULL DEFAULT '';
-                ALTER TABLE items ADD COLUMN fields_hash TEXT NOT NULL DEFAULT '';
+                ALTER TABLE items ADD COLUMN fields_hash INTEGER NOT NULL DEFAULT 0;
                 UPDATE items SET
                     failure_stage = CASE WHEN instr(failure, ':') > 1
                         AND substr(failure, 1, instr(failure, ':') - 1) IN (\(FailureStage.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))
@@ -201,7 +192,7 @@ public final class RunState: @unchecked Sendable {
                 SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                        store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
-                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', ''")
+                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -212,7 +203,7 @@ public final class RunState: @unchecked Sendable {
                     dateCreated: row.real(7), storeSize: row.integer(8), storeModified: row.integer(9),
                     storeHash: row.text(10) ?? "", failure: nil, seconds: row.real(12) ?? 0,
                     missingSince: row.real(13), failureFingerprint: row.text(15) ?? "", itemName: row.text(16) ?? "",
-                    fieldsHash: row.text(17) ?? "")
+                    fieldsHash: UInt64(bitPattern: row.integer(17)))
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -241,19 +232,16 @@ public final class RunState: @unchecked Sendable {
 
     /// Every recorded item, in one sequential scan (without its thumbnail).
     public func forEachKey(_ body: (RecordedKey) throws -> Void) throws {
-        let extra = rowSchema >= 3 ? "item_name, fields_hash" : "'', ''"
+        let fields = rowSchema >= 3 ? "fields_hash" : "0"
         try withoutActuallyEscaping(body) { body in
             try lock.withLock {
-                try database.query(
-                    "SELECT item_key, source_path, source_size, source_hash, failure IS NOT NULL, \(extra) FROM items"
-                ) { row in
-                    guard let key = row.text(0) else { return }
-                    let path = row.text(1) ?? ""
-                    try body(
-                        RecordedKey(
-                            itemKey: key, hadSource: !path.isEmpty, itemName: row.text(5) ?? "", sourcePath: path,
-                            sourceSize: row.integer(2), sourceHash: row.text(3) ?? "", fieldsHash: row.text(6) ?? "",
-                            failed: row.integer(4) != 0))
+                try database.query("SELECT item_key, source_path != '', \(fields) FROM items") { row in
+                    if let key = row.text(0) {
+                        try body(
+                            RecordedKey(
+                                itemKey: key, hadSource: row.integer(1) != 0,
+                                fieldsHash: UInt64(bitPattern: row.integer(2))))
+                    }
                 }
             }
         }
@@ -312,7 +300,7 @@ public final class RunState: @unchecked Sendable {
                     record.failure.map { .text($0.message) } ?? .null, .real(record.seconds),
                     thumbnail.map { .blob($0) } ?? .null, record.missingSince.map { .real($0) } ?? .null,
                     record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
-                    .text(record.itemName), .text(record.fieldsHash),
+                    .text(record.itemName), .integer(Int64(bitPattern: record.fieldsHash)),
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {

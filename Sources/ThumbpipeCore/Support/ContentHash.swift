@@ -83,8 +83,7 @@ public struct ContentHash {
 
     /// The XXH64 of a string's UTF-8, as 16 hex digits.
     public static func hex(_ text: String) -> String {
-        let value = Array(text.utf8).withUnsafeBytes { xxh64($0) }
-        return String(value, radix: 16).leftPadded(to: 16)
+        Array(text.utf8).withUnsafeBytes { hex(bytes: $0) }
     }
 
     /// The XXH64 of a file's contents as 16 hex digits, or nil when it cannot be
