@@ -43,9 +43,9 @@ deps:
 	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
 	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
 	fi
-	@if ! pkg-config --exists libturbojpeg; then \
-	  echo "make: installing libturbojpeg0-dev (pkg-config cannot find libturbojpeg)"; \
-	  apt-get update -qq && $(APT_INSTALL) libturbojpeg0-dev; \
+	@if ! pkg-config --exists libjpeg; then \
+	  echo "make: installing libjpeg62-turbo-dev (pkg-config cannot find libjpeg)"; \
+	  apt-get update -qq && $(APT_INSTALL) libjpeg62-turbo-dev; \
 	fi
 	@# The plane path's test reads its store files back with libjpeg-turbo's djpeg.
 	@command -v djpeg >/dev/null || { apt-get update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }

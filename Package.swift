@@ -21,16 +21,17 @@ let cLibraries: [Target] = [
         pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]
     ),
-    // libjpeg-turbo's TurboJPEG API, for the store of JPEG sources through their planes (Debian: libturbojpeg0-dev).
+    // libjpeg-turbo's libjpeg API (the one libvips decodes with), for the store of
+    // JPEG sources through their planes (Debian: libjpeg62-turbo-dev).
     .systemLibrary(
-        name: "CTurboJPEG",
-        pkgConfig: "libturbojpeg",
-        providers: [.apt(["libturbojpeg0-dev"])]
+        name: "CJpeg",
+        pkgConfig: "libjpeg",
+        providers: [.apt(["libjpeg62-turbo-dev"])]
     ),
-    // A JPEG's store file through its Y, Cb, Cr planes: decode, turn upright, encode.
+    // A JPEG's store file and thumbnail tap through its Y, Cb, Cr planes, band by band.
     .target(
         name: "CJpegPlanes",
-        dependencies: ["CTurboJPEG"]
+        dependencies: ["CJpeg", "CThumbKernels"]
     ),
     // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
     .systemLibrary(

@@ -37,6 +37,11 @@ struct CThumbKernelsTap {
     // a block row cannot overflow them (factor ≤ 257), else 32-bit.
     void **column_sums;
     int *rows_in_block;
+    // Fed from a JPEG's planes (rows in order): the column sums of Y, Cb and Cr
+    // over the window's columns for the block row under way, its rows so far,
+    // and the chroma's horizontal subsampling (a shift).
+    guint32 *ycc_columns;
+    int ycc_rows, ycc_hshift;
     GMutex lock;
 };
 
@@ -141,6 +146,7 @@ void CThumbKernels_tap_unref(CThumbKernelsTap *tap) {
     for (int i = 0; i < tap->bh; i++) g_free(tap->column_sums[i]);
     g_free(tap->column_sums);
     g_free(tap->rows_in_block);
+    g_free(tap->ycc_columns);
     g_mutex_clear(&tap->lock);
     g_free(tap);
 }
@@ -350,41 +356,77 @@ int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap) {
     return 0;
 }
 
-int CThumbKernels_tap_add_ycbcr420(CThumbKernelsTap *tap, const unsigned char *y, int y_stride,
-                                   const unsigned char *cb, const unsigned char *cr, int chroma_width) {
-    if (tap->bands != 3) {
-        vips_error("tap", "%s", "planes feed a 3-band tap only");
+// MARK: - The tap from a JPEG's planes
+
+// Adds `n` bytes to `n` column sums. Built twice, the loader picking the AVX2
+// copy where the CPU has it.
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void add_columns(guint32 *restrict sums, const unsigned char *restrict p, int n) {
+    for (int i = 0; i < n; i++) sums[i] += p[i];
+}
+
+// Folds the plane column sums of window block row `oy` into its block sums:
+// per block the means of Y, Cb and Cr, turned into RGB (JFIF's YCbCr; exact up
+// to rounding and clipping, the conversion being affine).
+static void tap_fold_ycbcr(CThumbKernelsTap *tap, int oy, int x0, int cx0, int n, int cn) {
+    const int f = tap->factor, rows = tap->ycc_rows, h = tap->ycc_hshift;
+    guint32 *ys = tap->ycc_columns, *bs = ys + n, *rs = bs + cn;
+    guint64 *row = tap->sums + (size_t)oy * tap->bw * 4;
+    for (int block = 0; block < tap->bw; block++) {
+        const int start = (tap->bx0 + block) * f, stop = MIN(tap->width, start + f);
+        guint64 sy = 0, sb = 0, sr = 0;
+        for (int x = start; x < stop; x++) {
+            sy += ys[x - x0];
+            sb += bs[(x >> h) - cx0];
+            sr += rs[(x >> h) - cx0];
+        }
+        const double count = (double)(stop - start) * rows;
+        const double my = sy / count, mb = sb / count - 128, mr = sr / count - 128;
+        const double rgb[3] = {my + 1.402 * mr, my - 0.344136 * mb - 0.714136 * mr, my + 1.772 * mb};
+        guint64 *sum = row + (size_t)block * 4;
+        for (int c = 0; c < 3; c++) {
+            const double v = rgb[c] < 0 ? 0 : rgb[c] > 255 ? 255 : rgb[c];
+            sum[c] = (guint64)(v * count * 255 + 0.5);
+        }
+        sum[3] = (guint64)count * 255;
+    }
+    memset(ys, 0, sizeof(guint32) * ((size_t)n + 2 * (size_t)cn));
+    tap->ycc_rows = 0;
+}
+
+int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *y,
+                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift) {
+    if (tap->bands != 3 || hshift < 0 || hshift > 1 || vshift < 0 || vshift > 1 || first < 0 ||
+        first % (1 << vshift)) {
+        vips_error("tap", "%s", "planes feed a 3-band tap, chroma at full or half resolution");
         return -1;
     }
     const int f = tap->factor;
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    const int cx0 = x0 >> hshift, cx1 = ((x1 - 1) >> hshift) + 1, n = x1 - x0, cn = cx1 - cx0;
     g_mutex_lock(&tap->lock);
-    for (int by = 0; by < tap->bh; by++) {
-        const int y0 = (tap->by0 + by) * f, y1 = MIN(tap->height, y0 + f);
-        for (int bx = 0; bx < tap->bw; bx++) {
-            const int x0 = (tap->bx0 + bx) * f, x1 = MIN(tap->width, x0 + f);
-            guint64 sy = 0, scb = 0, scr = 0;
-            for (int row = y0; row < y1; row++) {
-                const unsigned char *luma = y + (size_t)row * y_stride;
-                const unsigned char *b = cb + (size_t)(row / 2) * chroma_width;
-                const unsigned char *r = cr + (size_t)(row / 2) * chroma_width;
-                for (int x = x0; x < x1; x++) {
-                    sy += luma[x];
-                    scb += b[x / 2];
-                    scr += r[x / 2];
-                }
-            }
-            const double n = (double)(x1 - x0) * (y1 - y0);
-            const double my = sy / n, mb = scb / n - 128, mr = scr / n - 128;
-            double rgb[3] = {my + 1.402 * mr, my - 0.344136 * mb - 0.714136 * mr, my + 1.772 * mb};
-            guint64 *sum = tap->sums + ((size_t)by * tap->bw + bx) * 4;
-            for (int c = 0; c < 3; c++) {
-                const double v = rgb[c] < 0 ? 0 : rgb[c] > 255 ? 255 : rgb[c];
-                sum[c] = (guint64)(v * n * 255 + 0.5);
-            }
-            sum[3] = (guint64)n * 255;
-        }
+    if (!tap->ycc_columns) {
+        tap->ycc_columns = g_new0(guint32, (size_t)n + 2 * (size_t)cn);
+        tap->ycc_hshift = hshift;
+    } else if (tap->ycc_hshift != hshift) {
+        g_mutex_unlock(&tap->lock);
+        vips_error("tap", "%s", "one image's planes come at one chroma resolution");
+        return -1;
     }
-    memset(tap->rows_done, 1, (size_t)tap->height);
+    guint32 *ys = tap->ycc_columns, *bs = ys + n, *rs = bs + cn;
+    for (int i = 0; i < count && first + i < tap->height; i++) {
+        const int row = first + i, oy = tap_block_row(tap, row);
+        if (oy < 0 || tap->rows_done[row]) continue;
+        tap->rows_done[row] = 1;
+        const int c = (row >> vshift) - (first >> vshift);
+        add_columns(ys, y[i] + x0, n);
+        add_columns(bs, cb[c] + cx0, cn);
+        add_columns(rs, cr[c] + cx0, cn);
+        if (++tap->ycc_rows == MIN(f, tap->height - (oy + tap->by0) * f)) tap_fold_ycbcr(tap, oy, x0, cx0, n, cn);
+    }
     g_mutex_unlock(&tap->lock);
     return 0;
 }

@@ -58,12 +58,7 @@ struct PlanePathTests {
             let planes = try Self.store(source, planes: true)
             let libvips = try Self.store(source, planes: false)
             #expect(libvips.path == .libvips, "\(relative)")
-            // libvips calls every subsampled JPEG 4:2:0; a 4:2:2 one (Canon's) is refused
-            // by TurboJPEG's own header check and takes libvips.
-            guard planes.path == .planes else {
-                #expect(planes.path == .libvips, "\(relative)")
-                continue
-            }
+            #expect(planes.path == .planes, "\(relative)")
             tookPlanes += 1
             let a = try Self.decoded(planes.bytes)
             let b = try Self.decoded(libvips.bytes)
@@ -139,9 +134,9 @@ struct PlanePathTests {
             let result = try runProcess(djpeg, ["-outfile", "/dev/null", path])
             #expect(result.status == 0 && result.stderr.isEmpty, "\(relative): \(result.stderr)")
         }
-        // A 4:4:4 JPEG (libvips writes them from Q90): libvips's path, by the measured policy.
-        let full = try Self.oriented(6, width: 1001, height: 667, quality: 95)
-        #expect(try Self.store(full, planes: true).path == .libvips)
+        // Arithmetic coding: libvips's path.
+        let arithmetic = try Self.sampled(Self.sources.jpeg, sampling: "2x2", orientation: 1, options: ["-arithmetic"])
+        #expect(try Self.store(arithmetic, planes: true).path == .libvips)
         // CMYK, Adobe RGB, an XYB (jpegli) and a truncated JPEG: libvips's path (or its failure), never planes.
         for relative in [
             "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", "edge/icc-adobergb-photo_Canon-EOS-7D.jpg",
@@ -159,7 +154,93 @@ struct PlanePathTests {
 }
 
 extension PlanePathTests {
-    @Test("The planes are never held for what the decode plan would not hold: over 30 Mpx, or a file over 64 MB, takes libvips")
+    /// The sources the sampling tests re-encode: a 999 × 701 crop (odd both
+    /// ways) as a 4:4:4 JPEG at Q95, and its pixels as a PPM for cjpeg.
+    static let sources: (jpeg: String, ppm: String) = {
+        let jpeg = try! oriented(1, width: 999, height: 701, quality: 95)
+        let ppm = TestPaths.temporaryFolder("sampled") + "/source.ppm"
+        let made = try! runProcess("/usr/bin/djpeg", ["-pnm", "-outfile", ppm, jpeg])
+        precondition(made.status == 0, made.stderr)
+        return (jpeg, ppm)
+    }()
+
+    /// `cjpeg -sample H×V` (the luma's sampling factors: 1x1 is 4:4:4, 2x1 4:2:2,
+    /// 1x2 4:4:0, 2x2 4:2:0) of the source, at Q90, with a hand-made EXIF
+    /// segment holding `orientation` (1 to 8) after its start of image.
+    static func sampled(_ source: String, sampling: String, orientation: Int, options: [String] = []) throws -> String {
+        let path = TestPaths.temporaryFolder("sampled") + "/s\(sampling)-o\(orientation).jpg"
+        let made = try runProcess(
+            "/usr/bin/cjpeg", ["-sample", sampling, "-quality", "90"] + options + ["-outfile", path, sources.ppm])
+        try #require(made.status == 0, "\(made.stderr)")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        // APP1 "Exif": a little-endian TIFF header and one IFD of one entry, Orientation (SHORT).
+        let tiff: [UInt8] =
+            [
+                0x49, 0x49, 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00,
+                0x00,
+            ]
+            + [UInt8(orientation), 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        let length = payload.count + 2
+        bytes.insert(contentsOf: [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload, at: 2)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The sampling factors (H << 4 | V) of a baseline JPEG's components, from its SOF0.
+    static func samplingFactors(_ jpeg: Data) -> [UInt8] {
+        let bytes = [UInt8](jpeg)
+        var at = 2
+        while at + 4 < bytes.count, bytes[at] == 0xFF {
+            let marker = bytes[at + 1], length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if marker == 0xC0, at + 10 < bytes.count {
+                let count = Int(bytes[at + 9])
+                return (0..<count).compactMap { at + 11 + $0 * 3 < bytes.count ? bytes[at + 11 + $0 * 3] : nil }
+            }
+            at += 2 + length
+        }
+        return []
+    }
+
+    @Test(
+        "4:4:4, 4:2:2, 4:4:0 and 4:2:0 sources in all 8 orientations: a 4:2:0 store through the planes, as good as libvips's, and the same thumbnail",
+        arguments: ["1x1", "2x1", "1x2", "2x2"])
+    func samplings(sampling: String) throws {
+        let reference = try DecodedTestImage.load(Self.sources.jpeg)
+        for orientation in 1...8 {
+            let path = try Self.sampled(
+                Self.sources.jpeg, sampling: sampling, orientation: orientation,
+                options: orientation == 3 ? ["-progressive"] : [])
+            let upright = try DecodedTestImage.load(path, autorotate: true)
+            let planes = try Self.store(path, planes: true)
+            let libvips = try Self.store(path, planes: false)
+            #expect(planes.path == .planes, "\(sampling), orientation \(orientation)")
+            #expect(Self.samplingFactors(planes.bytes) == [0x22, 0x11, 0x11], "\(sampling): a baseline 4:2:0 store")
+            let a = try Self.decoded(planes.bytes)
+            let b = try Self.decoded(libvips.bytes)
+            #expect(a.width == upright.width && a.height == upright.height, "\(sampling), orientation \(orientation)")
+            guard a.pixels.count == upright.pixels.count, b.pixels.count == upright.pixels.count else { continue }
+            let (pa, pb) = (psnr(a.pixels, upright.pixels), psnr(b.pixels, upright.pixels))
+            #expect(pa >= pb - 0.5, "\(sampling), orientation \(orientation): planes \(pa) dB, libvips \(pb) dB")
+            if orientation == 1 {
+                // Upright, the stored pixels are the source's: against the 4:4:4 original too.
+                let (qa, qb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
+                print(
+                    "sampling \(sampling): planes \(String(format: "%.2f", qa)) dB, libvips \(String(format: "%.2f", qb)) dB"
+                )
+                #expect(qa >= qb - 0.5, "\(sampling): planes \(qa) dB, libvips \(qb) dB against the original")
+            }
+            let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
+            let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
+            #expect(
+                psnr(ta.pixels, tb.pixels) >= 32,
+                "\(sampling), orientation \(orientation): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+        }
+    }
+
+    @Test(
+        "The planes are never held for what the decode plan would not hold: over 30 Mpx, or a file over 64 MB, takes libvips"
+    )
     func boundedInput() throws {
         var header = try Decode(limits: PipelineSettings().limits).header(
             of: TestPaths.fixture("photos/Nikon-D3100.jpg"))

@@ -2,47 +2,56 @@
 //
 // Why this exists: libvips decodes a JPEG to RGB (upsampling the chroma and
 // converting YCbCr to RGB) and its encoder converts back and subsamples again.
-// For an 8-bit YCbCr JPEG in sRGB (or untagged) the store needs neither: with
-// libjpeg-turbo's TurboJPEG API the planes are decoded as they are, turned
-// upright as planes, and encoded again at the store's quality. The caller falls
-// back to libvips on any error here (every function returns 0, or -1 with a
-// reason in `error`).
+// For an 8-bit YCbCr JPEG in sRGB (or untagged) the store needs neither:
+// libjpeg-turbo's raw-data calls decode the planes as they are stored and
+// encode from planes, so the store is made from the source's own samples, a
+// band of rows at a time (an upright source holds no image in memory), and the
+// thumbnail tap reads the same bands. The caller falls back to libvips on any
+// error here (the function returns 0, or -1 with a reason in `error`).
 #ifndef CJPEGPLANES_H
 #define CJPEGPLANES_H
 
+#include "CThumbKernels.h"
 #include <stddef.h>
 #include <stdint.h>
 
-/// A decoded JPEG as 4:2:0 planes in TurboJPEG's geometry: Y of `width ×
-/// height` pixels in rows of `y_stride` (the width padded to even, the padding
-/// a copy of the edge), Cb and Cr of `chroma_width × chroma_height` (each side
-/// halved, rounded up) in rows of `chroma_width`.
+/// What to make of a JPEG.
 typedef struct {
+    /// The size the caller expects (its header's): any other is refused.
     int width, height;
-    int y_stride, y_rows;
-    int chroma_width, chroma_height;
-    unsigned char *y, *cb, *cr;
-} CJpegPlanes;
+    /// EXIF orientation 1–8: the store is turned upright as libvips's autorot turns pixels.
+    int orientation;
+    /// The store's quality (1–100, libjpeg's tables), or 0 for no store.
+    int quality;
+    /// Optimised Huffman tables (a second pass over the coefficients), as libvips's `optimize_coding`.
+    int optimize_coding;
+    /// Filled from the decoded planes when not NULL (a 3-band tap of `width × height`).
+    CThumbKernelsTap *tap;
+} CJpegPlanesJob;
 
-/// Decodes `jpeg` (the file's bytes) into its 4:2:0 planes. Refuses (-1)
-/// anything but an 8-bit 4:2:0 YCbCr JPEG (full-resolution chroma planes cost
-/// more, in memory and its traffic, than the round trip they save: measured
-/// 0.97× libvips's speed and +140 MB PSS over 4:4:4 photos, against 1.18× over
-/// 4:2:0 ones), and any decoder warning (a corrupt or truncated file is left to
-/// libvips and its fail_on rules). Free with CJpegPlanes_free.
-int CJpegPlanes_decode(const unsigned char *jpeg, size_t size, CJpegPlanes *out, char *error, size_t error_size);
+/// What was made.
+typedef struct {
+    /// The store file's bytes (free with CJpegPlanes_free_buffer), NULL without a store.
+    unsigned char *jpeg;
+    unsigned long size;
+    /// The source's chroma sampling, as libjpeg reads it: 420, 422, 440 or 444.
+    int sampling;
+    /// Nanoseconds decoding (the tap and the chroma's downsampling included) and
+    /// encoding (turning the planes upright included); the two interleave.
+    int64_t decode_ns, encode_ns;
+} CJpegPlanesResult;
 
-/// The planes turned upright for EXIF orientation 1–8 (as libvips's autorot
-/// turns pixels), in place. Chroma is turned as its own grid: for a mirrored odd
-/// side the chroma siting moves by one luma pixel.
-int CJpegPlanes_orient(CJpegPlanes *planes, int orientation, char *error, size_t error_size);
+/// Decodes `jpeg` (the file's bytes) band by band, feeds `job->tap`, and with
+/// a quality encodes a baseline 4:2:0 JPEG of it, turned upright. A 4:4:4,
+/// 4:2:2 or 4:4:0 source's chroma is box-averaged to 4:2:0 in the plane domain
+/// (as libjpeg's own downsampler does). Refuses (-1) anything but an 8-bit
+/// 3-component YCbCr JPEG in Huffman coding with one of those samplings, any
+/// size other than the job's, and any decoder warning (a corrupt or truncated
+/// file is left to libvips and its fail_on rules). An upright source is
+/// streamed (a band of 16 rows); a turned one is held whole, as 4:2:0 planes.
+int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPlanesJob *job,
+                          CJpegPlanesResult *result, char *error, size_t error_size);
 
-/// Encodes the planes as a baseline 4:2:0 JPEG at `quality` (1–100, libjpeg's
-/// tables, islow DCT); `*jpeg` is freed with CJpegPlanes_free_buffer.
-int CJpegPlanes_encode(const CJpegPlanes *planes, int quality, unsigned char **jpeg, unsigned long *size, char *error,
-                       size_t error_size);
-
-void CJpegPlanes_free(CJpegPlanes *planes);
 void CJpegPlanes_free_buffer(unsigned char *jpeg);
 
 #endif

@@ -39,13 +39,15 @@ size_t CThumbKernels_tap_bytes(const CThumbKernelsTap *tap);
 /// to `tap` as long as it lives.
 int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap);
 
-/// Fills a 3-band tap from a JPEG's 4:2:0 planes instead of its pixels: for
-/// each block its window reads, the means of Y and of the chroma samples its
-/// pixels use, turned into RGB at the block (JFIF's YCbCr; exact up to rounding
-/// and clipping, the conversion being affine). `y` holds the tap's `width ×
-/// height` in rows of `y_stride`; `cb` and `cr` rows of `chroma_width`.
-int CThumbKernels_tap_add_ycbcr420(CThumbKernelsTap *tap, const unsigned char *y, int y_stride,
-                                   const unsigned char *cb, const unsigned char *cr, int chroma_width);
+/// Adds rows [first, first + count) of a JPEG's planes to a 3-band tap instead
+/// of its pixels, in order, top to bottom: `y[i]` is luma row `first + i` (the
+/// tap's width), `cb[j]` and `cr[j]` chroma row `(first >> vshift) + j`, chroma
+/// subsampled by `1 << hshift` across and `1 << vshift` down (each 0 or 1;
+/// `first` a multiple of `1 << vshift`). Each block's means of Y, Cb and Cr are
+/// turned into RGB at the block (JFIF's YCbCr; exact up to rounding and
+/// clipping, the conversion being affine).
+int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *y,
+                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift);
 
 /// The tap's resample (as made): premultiplied RGBA floats on 0…255, `rw × rh × 4`
 /// of them, into `out`.

@@ -17,9 +17,9 @@ public struct SourceHeader: Sendable, Codable {
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
     var shrink: LoadShrink
-    /// An 8-bit, 3-band, 4:2:0 JPEG in sRGB or untagged (a YCbCr JPEG, as libvips
-    /// reads it, with a camera's chroma): one whose outputs are made through its
-    /// planes (``StorePath``).
+    /// An 8-bit, 3-band JPEG in sRGB or untagged (a YCbCr JPEG, as libvips reads
+    /// it): one whose outputs are made through its planes (``StorePath``) when
+    /// libjpeg finds its sampling one the plane path takes.
     var sRGBJPEG = false
 
     /// Width and height as the image displays (orientations 5–8 swap them).
@@ -94,7 +94,7 @@ public struct Decode: Sendable {
             hasAlpha: image.hasAlpha,
             shrink: LoadShrink(loader: loader),
             sRGBJPEG: format == "JPEG" && image.bands == 3 && image.format == VIPS_FORMAT_UCHAR
-                && image.interpretation == VIPS_INTERPRETATION_sRGB && image.string("jpeg-chroma-subsample") == "4:2:0"
+                && image.interpretation == VIPS_INTERPRETATION_sRGB
                 && (image.withProfile { ICCProfile($0)?.isSRGB } ?? !image.has(VIPS_META_ICC_NAME)))
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {

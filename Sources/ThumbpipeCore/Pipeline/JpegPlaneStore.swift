@@ -11,14 +11,15 @@ public enum StorePath: String, Sendable, Codable {
     /// Through libvips: decode to sRGB pixels, turn upright, encode.
     case libvips
 
-    /// The path for a source: planes for an 8-bit YCbCr JPEG in sRGB or untagged,
-    /// turned upright (`store.orientation` `rotate`), with no metadata kept and no
-    /// optimised Huffman tables (TurboJPEG 2.1 offers neither), when the decode
-    /// plan streams it (`.tap`); libvips for everything else. Either way any
-    /// error on the plane path falls back to libvips for that item.
-    /// `THUMBPIPE_JPEG_PLANES=off` keeps every item on libvips (to compare).
+    /// The path for a source: planes for an 8-bit YCbCr JPEG in sRGB or untagged
+    /// (any of libjpeg's 4:2:0, 4:2:2, 4:4:0 and 4:4:4 samplings), turned upright
+    /// (`store.orientation` `rotate`), with no metadata kept (libvips's keeping
+    /// rewrites the EXIF it copies), when the decode plan streams it (`.tap`);
+    /// libvips for everything else. Either way any error on the plane path falls
+    /// back to libvips for that item. `THUMBPIPE_JPEG_PLANES=off` keeps every
+    /// item on libvips (to compare).
     static func choose(for header: SourceHeader, plan: DecodePlan, store: PipelineSettings.Store) -> StorePath {
-        guard readsPlanes(header, plan: plan), store.orientation == .rotate, !store.keepMetadata, !store.optimizeCoding
+        guard readsPlanes(header, plan: plan), store.orientation == .rotate, !store.keepMetadata
         else { return .libvips }
         return .planes
     }
@@ -28,8 +29,8 @@ public enum StorePath: String, Sendable, Codable {
     /// alone, never the store's settings, so a thumbnail's bytes do not depend on them.
     static func readsPlanes(_ header: SourceHeader, plan: DecodePlan) -> Bool {
         guard case .tap = plan else { return false }
-        // The planes are held whole (libvips streams): never for sources the decode
-        // plan would not hold in memory either.
+        // A turned source's planes are held whole (libvips streams): never for
+        // sources the decode plan would not hold in memory either.
         return header.sRGBJPEG && header.width * header.height <= DecodePlan.inMemoryLimit
     }
 
@@ -41,53 +42,57 @@ public enum StorePath: String, Sendable, Codable {
 }
 
 /// The plane path: a JPEG's store file (and, from the same decode, its
-/// thumbnail tap) made through its planes.
+/// thumbnail tap) made through its planes, band by band.
 struct JpegPlaneStore {
     let store: ImageStore
 
-    /// Decodes `path` into planes, fills `tap` (made by the caller for the
-    /// source's stored size) from them, and, with a `temporaryPath`, turns them
-    /// upright and writes the store file there. Nil when the planes cannot be had
-    /// (the caller takes the libvips path); nothing is left behind then.
+    /// What the plane path made of a source.
+    struct Made {
+        /// The store file, written and not yet committed (nil without a `temporaryPath`).
+        var file: TemporaryFile?
+        /// The tap, filled from the planes (nil when none was asked for).
+        var tap: ThumbnailTap?
+        /// The source's content hash, from the bytes decoded.
+        var sourceHash: String
+        /// The store file's content hash, from the bytes written.
+        var storeHash: String?
+    }
+
+    /// Decodes `path` through its planes, fills the tap `tap` makes (for the
+    /// source's stored size), and with a `temporaryPath` writes there the store
+    /// file, upright. Nil when the planes cannot be had (the caller takes the
+    /// libvips path); nothing is left behind then.
     /// - Throws: ``ThumbpipeError`` (74) when the file cannot be written.
     func write(
         _ path: String, header: SourceHeader, temporaryPath: String?, tap: (Int, Int) throws -> ThumbnailTap?,
         spans: inout Spans
-    ) throws -> (file: TemporaryFile?, tap: ThumbnailTap?, sourceHash: String, storeHash: String?)? {
-        var planes = CJpegPlanes()
+    ) throws -> Made? {
+        guard let size = FileInfo(path: path)?.size, size <= StorePath.maxFileBytes,
+            let bytes = FileManager.default.contents(atPath: path)
+        else { return nil }
+        let filled = try tap(header.width, header.height)
+        var job = CJpegPlanesJob(
+            width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
+            quality: temporaryPath == nil ? 0 : Int32(store.settings.vipsQuality),
+            optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer)
+        var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
-        guard let bytes = FileInfo(path: path)?.size, bytes <= StorePath.maxFileBytes else { return nil }
         // The bytes decoded are the bytes hashed: the source is read once.
         var sourceHash = ""
-        let decoded: Bool = spans.measure(.decode) {
-            guard let bytes = FileManager.default.contents(atPath: path) else { return false }
-            return bytes.withUnsafeBytes { raw in
+        let status = spans.measure(.store) {
+            bytes.withUnsafeBytes { raw in
                 sourceHash = ContentHash.hex(bytes: raw)
-                return CJpegPlanes_decode(
-                    raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &planes, &error, error.count) == 0
+                return CJpegPlanes_transcode(
+                    raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
             }
         }
-        guard decoded else { return nil }
-        defer { CJpegPlanes_free(&planes) }
-        guard planes.width == header.width, planes.height == header.height else { return nil }
-        let filled = try tap(Int(planes.width), Int(planes.height))
-        if let filled {
-            guard
-                CThumbKernels_tap_add_ycbcr420(
-                    filled.pointer, planes.y, planes.y_stride, planes.cb, planes.cr, planes.chroma_width) == 0
-            else { return nil }
-        }
-        guard let temporaryPath else { return (nil, filled, sourceHash, nil) }
-        var jpeg: UnsafeMutablePointer<UInt8>? = nil
-        var size: UInt = 0
-        let encoded: Bool = spans.measure(.store) {
-            guard CJpegPlanes_orient(&planes, Int32(header.orientation), &error, error.count) == 0 else { return false }
-            return CJpegPlanes_encode(&planes, Int32(store.settings.vipsQuality), &jpeg, &size, &error, error.count)
-                == 0
-        }
-        defer { CJpegPlanes_free_buffer(jpeg) }
-        guard encoded, let jpeg else { return nil }
-        let output = UnsafeRawBufferPointer(start: jpeg, count: Int(size))
+        defer { CJpegPlanes_free_buffer(result.jpeg) }
+        guard status == 0 else { return nil }
+        // Decoding and encoding interleave, band by band: timed apart in C.
+        spans.split(lastOf: .store, into: [(.decode, result.decode_ns)])
+        guard let temporaryPath else { return Made(tap: filled, sourceHash: sourceHash) }
+        guard let jpeg = result.jpeg else { return nil }
+        let output = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
         let file = try TemporaryFile(path: temporaryPath)
         do {
             try spans.measure(.store) { try file.write(output) }
@@ -96,6 +101,6 @@ struct JpegPlaneStore {
             throw error
         }
         // Hashed from the bytes written, not read back from the file.
-        return (file, filled, sourceHash, ContentHash.hex(bytes: output))
+        return Made(file: file, tap: filled, sourceHash: sourceHash, storeHash: ContentHash.hex(bytes: output))
     }
 }

@@ -22,7 +22,10 @@ public struct OutputVersions: Sendable, Equatable {
         // thumbnail 3, store 2: 8-bit YCbCr JPEGs in sRGB take the plane path
         // (StorePath.planes): their store files and thumbnails are made from the
         // JPEG's planes, byte-different from libvips's.
-        OutputVersions(thumbnail: 3, store: 2, libvips: LibVips.version)
+        // thumbnail 4, store 3: 4:4:4, 4:2:2 and 4:4:0 JPEGs take the plane path too,
+        // and every plane store is encoded band by band through libjpeg (edges padded
+        // as libjpeg pads them, where TurboJPEG's planes padded otherwise).
+        OutputVersions(thumbnail: 4, store: 3, libvips: LibVips.version)
     }
 
     /// Versions as given (to test what a bump redoes).
