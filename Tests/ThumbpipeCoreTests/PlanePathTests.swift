@@ -258,3 +258,59 @@ extension PlanePathTests {
         #expect(try Self.store(padded, planes: true).path == .libvips)
     }
 }
+
+extension PlanePathTests {
+    /// Variants of a JPEG the plane path takes: cut short, bytes flipped in its
+    /// entropy-coded data, its size or sampling factors rewritten.
+    static func crafted(_ jpeg: [UInt8]) -> [(String, [UInt8])] {
+        var variants: [(String, [UInt8])] = []
+        for cut in stride(from: 0, to: jpeg.count, by: max(1, jpeg.count / 24)) {
+            variants.append(("cut at \(cut)", Array(jpeg.prefix(cut))))
+        }
+        var random = SystemRandomNumberGenerator()
+        let scan = (0..<(jpeg.count - 1)).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xDA } ?? 2
+        for trial in 0..<40 {
+            var bytes = jpeg
+            for _ in 0...(trial % 4) {
+                bytes[Int.random(in: (scan + 16)..<(jpeg.count - 2), using: &random)] ^= UInt8.random(
+                    in: 1...255, using: &random)
+            }
+            variants.append(("flipped \(trial)", bytes))
+        }
+        if let sof = (0..<(jpeg.count - 1)).first(where: { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 }) {
+            // SOF0: length (2), precision (1), height (2), width (2), components (1), then 3 bytes each.
+            for (name, offset, value) in [
+                ("taller", sof + 5, UInt8(0x7F)), ("narrower", sof + 8, UInt8(0x01)), ("Y 1x2", sof + 11, 0x12),
+                ("Y 4x1", sof + 11, 0x41), ("Cb 2x2", sof + 14, 0x22), ("Cr 0x0", sof + 17, 0x00),
+                ("12-bit", sof + 4, 12), ("two components", sof + 9, 2),
+            ] where offset < jpeg.count {
+                var bytes = jpeg
+                bytes[offset] = value
+                variants.append((name, bytes))
+            }
+        }
+        return variants
+    }
+
+    @Test("Crafted JPEGs on the plane path: never a crash; what it makes of them decodes, the rest goes to libvips")
+    func craftedSources() throws {
+        let folder = TestPaths.temporaryFolder("crafted-planes")
+        var paths: [String: Int] = [:]
+        defer { print("crafted: \(paths.sorted { $0.key < $1.key })") }
+        for source in [Self.sources.jpeg, try Self.sampled(Self.sources.jpeg, sampling: "2x2", orientation: 6)] {
+            for (name, bytes) in Self.crafted([UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))) {
+                let path = folder + "/crafted.jpg"
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+                guard let made = try? Self.store(path, planes: true) else {
+                    paths["failed", default: 0] += 1
+                    continue
+                }
+                paths[made.path?.rawValue ?? "none", default: 0] += 1
+                // A file cut short warns (premature end): never the planes.
+                if name.hasPrefix("cut") { #expect(made.path != .planes, "\(name)") }
+                // Whatever path made a store, it is a JPEG that decodes.
+                #expect((try? Self.decoded(made.bytes)) != nil, "\(name): the store does not decode")
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ public enum DecodePlan: Sendable, Equatable {
     /// One full decode: the store's pipeline pulls the pixels towards the JPEG
     /// encoder, and a tap on the way box-averages them by `factor` for the
     /// thumbnail (the largest whole factor that still leaves ≥ 2× for the final
-    /// Lanczos3 resize, libvips's own rule for shrink-on-load); a 4:2:0 JPEG's
+    /// Lanczos3 resize, libvips's own rule for shrink-on-load); a YCbCr JPEG's
     /// tap reads the same blocks from its planes instead (``StorePath``).
     case tap(factor: Int)
     /// Sources too small to shrink (the covering side is under 4× the canvas):

@@ -31,7 +31,7 @@ extension Stage {
         case .header:
             "Sniffing the source's signature, finding its loader and reading its header (size, orientation, EXIF date); no pixels."
         case .decode:
-            "Decoding the source's pixels (a 4:2:0 JPEG's planes, on the plane path): in full for the store (inside the encoder's pull, timed apart), or shrunk on load for a thumbnail."
+            "Decoding the source's pixels (a JPEG's planes, band by band, on the plane path): in full for the store (inside the encoder's pull, timed apart), or shrunk on load for a thumbnail."
         case .colour:
             "Converting decoded pixels to 8-bit sRGB through their ICC profile (tables for matrix/TRC profiles, lcms otherwise); nothing for sRGB."
         case .scale:
@@ -41,7 +41,7 @@ extension Stage {
         case .encode:
             "PNG encoding of the thumbnail."
         case .store:
-            "Encoding the full-size JPEG store file: what remains of the store's streaming pull once decode and colour are taken out (on the plane path: turning the planes upright and encoding them)."
+            "Encoding the full-size JPEG store file: what remains of the store's streaming pull once decode and colour are taken out (on the plane path: encoding the planes' bands, turned upright)."
         case .write:
             "Flushing, closing and renaming the store file into place (in the parent, after the worker's reply)."
         case .archive:

@@ -147,7 +147,7 @@ public enum Worker {
 
         func inject() {
             if let marker = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT_MARKER"] {
-                FileManager.default.createFile(atPath: marker, contents: Data(text.utf8))
+                _ = FileManager.default.createFile(atPath: marker, contents: Data(text.utf8))
             }
             switch kind {
             case .crash:
