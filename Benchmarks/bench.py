@@ -191,6 +191,8 @@ def write_manifest(paths, path, repeat=1):
 # Peak proportional set size (shared library pages counted once over the parent and
 # its workers) per thumbpipe peer, from its report.
 PSS = {}
+# Per thumbpipe peer, its last run's profile.byPath.
+PATHS = {}
 
 
 def run_thumbpipe(paths, jobs, env=None, executable=None, name=None):
@@ -203,10 +205,15 @@ def run_thumbpipe(paths, jobs, env=None, executable=None, name=None):
         with open(os.path.join(out, ".thumbpipe", "report.json")) as f:
             report = json.load(f)
         rss = max(rss, report.get("peakRSSBytes", 0))
+        name = name or ("baseline" if executable else "thumbpipe")
         pss = (report.get("memory") or {}).get("peakPSSBytes")
         if pss:
-            name = name or ("baseline" if executable else "thumbpipe")
             PSS[name] = max(PSS.get(name, 0), pss)
+        # The split by store path (planes or libvips): items and share of the time.
+        by_path = (report.get("profile") or {}).get("byPath")
+        if by_path:
+            PATHS[name] = [{key: entry.get(key) for key in ("name", "items", "timeShare", "p50Ms", "p95Ms")}
+                           for entry in by_path]
     except (OSError, ValueError):
         pass
     return seconds, rss
@@ -383,7 +390,8 @@ def main():
         rows.append({"peer": name, "images": len(paths), "seconds": round(seconds, 2),
                      "roundsSeconds": [round(t, 2) for t in times[name]],
                      "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": memories[name],
-                     "peakPSSBytes": tree_pss[name] or None, "reportPeakPSSBytes": PSS.get(name)})
+                     "peakPSSBytes": tree_pss[name] or None, "reportPeakPSSBytes": PSS.get(name),
+                     "byPath": PATHS.get(name)})
     ours = next((r for r in rows if r["peer"] == "thumbpipe"), None)
     for row in rows:
         row["thumbpipeTimes"] = round(ours["imagesPerSecond"] / row["imagesPerSecond"], 2) if ours else None
@@ -399,7 +407,7 @@ def main():
     # plane path off.
     targets = []
     by_peer = {row["peer"]: row for row in rows}
-    for peer, wanted in (("pyvips-floor", 1.22), ("pyvips", 1.65)):
+    for peer, wanted in (("pyvips-floor", 1.22), ("pyvips", 1.65)) if args.only in (None, "jpeg") else ():
         row = by_peer.get(peer)
         if ours and row and row["peer"] != "thumbpipe":
             met = row["thumbpipeTimes"] >= wanted and row["thumbpipeTimesPaired"] >= wanted
@@ -456,6 +464,11 @@ def main():
         paired = f"{row['thumbpipeTimesPaired']:>12.2f}" if row.get("thumbpipeTimesPaired") else f"{'-':>12}"
         pss = f"{row['peakPSSBytes'] / 1e6:>9.0f}" if row.get("peakPSSBytes") else f"{'-':>9}"
         print(f"{row['peer']:<11}{row['imagesPerSecond']:>10.2f}{times}{paired}{row['peakRSSBytes'] / 1e6:>13.0f}{pss}")
+    for row in rows:
+        if row.get("byPath"):
+            split = ", ".join(f"{p['name']} {p['items']} items ({p['timeShare'] * 100:.0f} % of the time, "
+                              f"p50 {p['p50Ms']:.0f} ms)" for p in row["byPath"])
+            print(f"paths: {row['peer']}: {split}")
     for t in targets:
         verdict = "met" if t["met"] else "NOT met"
         if "wanted" in t:

@@ -309,10 +309,12 @@ enum RunCommand {
         }
         if !result.duplicates.isEmpty {
             let items = result.duplicates.reduce(0) { $0 + $1.count }
-            let shown = result.duplicates.prefix(5).map { $0.map(\.itemName).joined(separator: " = ") }
+            let capped = items >= RunState.duplicateItemLimit
+            let count = capped ? "at least \(items)" : "\(items)"
             terminal.diagnostic(
-                "thumbpipe: \(items) items share their photo with another (the same content): \(shown.joined(separator: "; "))"
-                    + (result.duplicates.count > 5 ? "; … (see duplicates in the report)" : ""))
+                "thumbpipe: \(count) items share their photo with another (the same content): "
+                    + DuplicateItem.line(result.duplicates.map { $0.map(\.itemName) })
+                    + (result.duplicates.count > 5 || capped ? " (see duplicates in the report)" : ""))
         }
         if result.datesFromFileTimeCount > 0 {
             terminal.diagnostic(

@@ -66,10 +66,9 @@ enum ScanCommand {
         }
         let duplicates = FolderScan.duplicates(result.entries)
         if !duplicates.isEmpty {
-            let shown = duplicates.prefix(5).map { $0.map(\.relativePath).joined(separator: " = ") }
             terminal.warning(
                 "\(duplicates.reduce(0) { $0 + $1.count }) images are byte-identical to another (each becomes its own item): "
-                    + shown.joined(separator: "; ") + (duplicates.count > 5 ? "; …" : ""))
+                    + DuplicateItem.line(duplicates.map { $0.map(\.relativePath) }))
         }
         terminal.summary(
             "thumbpipe: \(result.entries.count) images\(result.skippedSummary.map { "; \($0)" } ?? "")"

@@ -169,6 +169,18 @@ struct ScanUpdateTests {
         let unchanged = try runThumbpipe(["run", manifest, "-o", out, "-q"])
         #expect(unchanged.stderr.contains("2 items share their photo with another"), "\(unchanged.stderr)")
     }
+
+    @Test("Thirty copies of one photo: one short line, four names and a count")
+    func manyCopiesOneLine() throws {
+        let (folder, manifest) = try photoCollection(
+            "copies", (0..<30).map { ("c\($0).jpg", "Sigma-DP1-small.jpg", "Copy \($0)", "k\($0)") })
+        let run = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = try #require(run.stderr.split(separator: "\n").first { $0.contains("share their photo") })
+        #expect(line.contains("30 items share their photo") && line.contains("(+26 more)"), "\(line)")
+        #expect(line.count < 200, "\(line)")
+        #expect(DuplicateItem.line([["a", "b"], ["c", "d", "e"]], groups: 1, names: 2) == "a = b; …")
+    }
 }
 
 @Suite("sRGB by the numbers, end to end")

@@ -46,6 +46,18 @@ public struct ItemRecord: Sendable, Equatable {
 public struct DuplicateItem: Sendable, Codable, Equatable {
     public var itemKey: String
     public var itemName: String
+
+    /// Groups of names that share one content, for one terminal line: at most
+    /// `groups` groups of at most `names` names each, each longer group with
+    /// its count ("a = b = c = d (+26 more)"), "…" when groups are left out. A
+    /// collection of copies stays one readable line.
+    public static func line(_ groups: [[String]], groups limit: Int = 5, names: Int = 4) -> String {
+        let shown = groups.prefix(limit).map { group in
+            group.prefix(names).joined(separator: " = ")
+                + (group.count > names ? " (+\(group.count - names) more)" : "")
+        }
+        return shown.joined(separator: "; ") + (groups.count > limit ? "; …" : "")
+    }
 }
 
 /// What the state's one sequential scan gives of a recorded item: just enough
@@ -250,7 +262,7 @@ public final class RunState: @unchecked Sendable {
     /// The items that share a photo (the same content hash), in groups of at
     /// least two: each group its items' keys and names, at most `limit` groups
     /// and `itemLimit` items in all (a collection of copies stays a short list).
-    public func duplicates(limit: Int = 100, itemLimit: Int = 1000) throws -> [[DuplicateItem]] {
+    public func duplicates(limit: Int = 100, itemLimit: Int = duplicateItemLimit) throws -> [[DuplicateItem]] {
         guard rowSchema >= 3 else { return [] }
         var groups: [String: [DuplicateItem]] = [:]
         var order: [String] = []
@@ -270,6 +282,9 @@ public final class RunState: @unchecked Sendable {
         }
         return order.compactMap { groups[$0] }
     }
+
+    /// The most items ``duplicates(limit:itemLimit:)`` lists by default.
+    public static let duplicateItemLimit = 1000
 
     /// Saves are committed in batches: every ``batchItems`` items or ``batchSeconds``,
     /// whichever comes first. What is committed is done; a killed run redoes at most
