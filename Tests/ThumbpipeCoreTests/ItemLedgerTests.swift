@@ -465,5 +465,15 @@ struct ProfileHintTests {
         waiting.waitingOnParentSeconds = 60
         let parent = RunProfile.hints(byFormat: even, bySize: [], utilisation: waiting, stages: [:])
         #expect(parent.first?.text.hasPrefix("workers waited on the parent 30 %") == true, "\(parent)")
+        // JPEGs off the plane path: said with their share when it is a tenth of the JPEG time or more.
+        let jpegPaths = [Self.group("planes", items: 0.84, time: 0.72), Self.group("libvips", items: 0.16, time: 0.28)]
+        let off = RunProfile.hints(byFormat: even, bySize: [], jpegPaths: jpegPaths, utilisation: busy, stages: [:])
+        #expect(
+            off.contains {
+                $0.figure == "JPEG on libvips: 16 % of JPEG items, 28 % of JPEG time"
+                    && $0.text.hasPrefix("JPEGs on libvips take 28 % of the JPEG time")
+            }, "\(off)")
+        let few = [Self.group("planes", items: 0.97, time: 0.95), Self.group("libvips", items: 0.03, time: 0.05)]
+        #expect(RunProfile.hints(byFormat: even, bySize: [], jpegPaths: few, utilisation: busy, stages: [:]).isEmpty)
     }
 }

@@ -66,16 +66,33 @@ public struct RunProfile: Sendable, Codable {
         byPath = groups.groups(\.paths)
         bySize = groups.groups(\.sizes)
         self.utilisation = utilisation
-        hints = Self.hints(byFormat: byFormat, bySize: bySize, utilisation: utilisation, stages: stages)
+        hints = Self.hints(
+            byFormat: byFormat, bySize: bySize, jpegPaths: groups.groups(\.jpegPaths), utilisation: utilisation,
+            stages: stages)
     }
 
     static func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
 
     /// The hints the figures support, most telling first.
     static func hints(
-        byFormat: [Group], bySize: [Group], utilisation: Utilisation?, stages: [String: StageTimings.Summary]
+        byFormat: [Group], bySize: [Group], jpegPaths: [Group] = [], utilisation: Utilisation?,
+        stages: [String: StageTimings.Summary]
     ) -> [Hint] {
         var hints: [Hint] = []
+        // JPEGs off the plane path (their profile, or the store's settings): what they cost.
+        if let off = jpegPaths.first(where: { $0.name == StorePath.libvips.rawValue }), off.timeShare >= 0.1 {
+            let planes = jpegPaths.first { $0.name == StorePath.planes.rawValue }
+            let compared =
+                planes.map { String(format: ", p50 %.0f ms an item against %.0f on the planes", off.p50Ms, $0.p50Ms) }
+                ?? ""
+            hints.append(
+                Hint(
+                    text:
+                        "JPEGs on libvips take \(percent(off.timeShare)) of the JPEG time\(compared): those with profiles that are not sRGB are converted (sRGB exports take the plane path), and store.keepMetadata or store.orientation tag keep every JPEG off it",
+                    figure:
+                        "JPEG on libvips: \(percent(off.itemShare)) of JPEG items, \(percent(off.timeShare)) of JPEG time"
+                ))
+        }
         // A format that costs far more than its share of items.
         for group in byFormat
         where byFormat.count > 1 && group.timeShare >= 0.2 && group.timeShare >= 1.5 * group.itemShare {
@@ -138,10 +155,13 @@ struct ProfileGroups: Sendable {
     var formats: [String: DurationHistogram] = [:]
     var paths: [String: DurationHistogram] = [:]
     var sizes: [String: DurationHistogram] = [:]
+    /// JPEG items alone, by path: for the hint on JPEGs off the planes.
+    var jpegPaths: [String: DurationHistogram] = [:]
 
     mutating func add(format: String, path: String?, megapixels: Double, seconds: Double) {
         formats[format, default: DurationHistogram()].add(seconds)
         paths[path ?? "no store", default: DurationHistogram()].add(seconds)
+        if format == "JPEG" { jpegPaths[path ?? "no store", default: DurationHistogram()].add(seconds) }
         sizes[RunProfile.sizeClass(megapixels), default: DurationHistogram()].add(seconds)
     }
 
