@@ -343,3 +343,21 @@ struct PlanePathCorpusTests {
         #expect(tookPlanes >= 1, "no corpus JPEG took the planes")
     }
 }
+
+extension PlanePathTests {
+    @Test("The plane path reads a regular file whole and bounded: a FIFO, a folder or a file over 64 MB gives nothing")
+    func boundedRead() throws {
+        let folder = TestPaths.temporaryFolder("plane-read")
+        let photo = TestPaths.fixture("photos/Nikon-D3100.jpg")
+        #expect(JpegPlaneStore.read(photo) == (try Data(contentsOf: URL(fileURLWithPath: photo))))
+        let fifo = folder + "/fifo.jpg"
+        try #require(mkfifo(fifo, 0o644) == 0)
+        #expect(JpegPlaneStore.read(fifo) == nil, "a FIFO is refused at once, not waited on")
+        #expect(JpegPlaneStore.read(folder) == nil)
+        let large = folder + "/large.jpg"
+        try #require(FileManager.default.createFile(atPath: large, contents: nil))
+        try #require(truncate(large, off_t(StorePath.maxFileBytes + 1)) == 0)
+        #expect(JpegPlaneStore.read(large) == nil)
+        #expect(JpegPlaneStore.read(folder + "/missing.jpg") == nil)
+    }
+}
