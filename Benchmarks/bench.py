@@ -413,7 +413,7 @@ def main():
             met = row["thumbpipeTimes"] >= wanted and row["thumbpipeTimesPaired"] >= wanted
             targets.append({"peer": peer, "wanted": wanted, "median": row["thumbpipeTimes"],
                             "byRound": row["thumbpipeTimesPaired"], "met": met})
-    for peer in ("baseline", "libvips-path"):
+    for peer in ("baseline", "libvips-path") if args.only in (None, "jpeg") else ():
         if ours and ours["peakPSSBytes"] and by_peer.get(peer, {}).get("peakPSSBytes"):
             theirs = by_peer[peer]["peakPSSBytes"]
             targets.append({"peer": peer, "pssBytes": ours["peakPSSBytes"], "theirPSSBytes": theirs,
