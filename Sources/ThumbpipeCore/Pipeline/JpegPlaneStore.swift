@@ -67,7 +67,9 @@ struct JpegPlaneStore {
         _ path: String, header: SourceHeader, temporaryPath: String?, tap: (Int, Int) throws -> ThumbnailTap?,
         spans: inout Spans
     ) throws -> Made? {
-        guard let bytes = Self.read(path) else { return nil }
+        guard let bytes = FileDescriptor.contents(ofRegularFile: path, limit: StorePath.maxFileBytes) else {
+            return nil
+        }
         let filled = try tap(header.width, header.height)
         var job = CJpegPlanesJob(
             width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
@@ -100,24 +102,5 @@ struct JpegPlaneStore {
         }
         // Hashed from the bytes written, not read back from the file.
         return Made(file: file, tap: filled, sourceHash: sourceHash, storeHash: ContentHash.hex(bytes: output))
-    }
-
-    /// A regular file's bytes, read through one descriptor and bounded by
-    /// ``StorePath/maxFileBytes`` as it is read (a file that grows or is swapped
-    /// after its size was seen is not read past the bound); nil for anything
-    /// else, or a file that changed size while read.
-    static func read(_ path: String) -> Data? {
-        // Non-blocking: a FIFO put in the place of a photo is refused, not waited on.
-        guard let fd = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK) else { return nil }
-        defer { close(fd) }
-        guard let info = FileInfo(descriptor: fd), info.kind == .regular, info.size <= StorePath.maxFileBytes else {
-            return nil
-        }
-        // One byte more than the size: a file that grew since fstat reads long, and is refused.
-        var bytes = Data(count: Int(info.size) + 1)
-        let count = bytes.withUnsafeMutableBytes { FileDescriptor.readFully(fd, into: $0, at: 0) }
-        guard count == Int(info.size) else { return nil }
-        bytes.removeLast()
-        return bytes
     }
 }

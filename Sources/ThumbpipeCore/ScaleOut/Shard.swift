@@ -101,14 +101,12 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     ///   when the file is not a valid shard description (with the reason).
     public static func read(from folder: String) throws -> ShardInfo {
         let path = Self.path(in: folder)
-        guard let info = FileInfo(path: path) else {
+        guard FileInfo(path: path) != nil else {
             throw ThumbpipeError(
                 .noInput, "\(folder): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)")
         }
         // Eight bytes a position at most, for the largest manifest thumbpipe takes.
-        guard info.kind == .regular, info.size <= 8 * Self.maxItems + 65_536,
-            let data = FileManager.default.contents(atPath: path)
-        else {
+        guard let data = FileDescriptor.contents(ofRegularFile: path, limit: Int64(8 * Self.maxItems + 65_536)) else {
             throw ThumbpipeError(.dataError, "\(path): not a valid shard description (not a regular file of sane size)")
         }
         let decoded: ShardInfo

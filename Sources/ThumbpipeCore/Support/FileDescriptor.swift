@@ -38,6 +38,23 @@ public enum FileDescriptor {
         return done
     }
 
+    /// A regular file's bytes, read through one descriptor and bounded as they
+    /// are read: nil for anything but a regular file of at most `limit` bytes,
+    /// and for one that grows or shrinks while it is read (a file swapped after
+    /// its size was seen is never read past the bound). The open does not block:
+    /// a FIFO put in the place of a file is refused at once, not waited on.
+    public static func contents(ofRegularFile path: String, limit: Int64) -> Data? {
+        guard let fd = open(path, O_RDONLY | O_NONBLOCK) else { return nil }
+        defer { close(fd) }
+        guard let info = FileInfo(descriptor: fd), info.kind == .regular, info.size <= limit else { return nil }
+        // One byte more than the size: a file that grew since fstat reads long, and is refused.
+        var bytes = Data(count: Int(info.size) + 1)
+        let count = bytes.withUnsafeMutableBytes { readFully(fd, into: $0, at: 0) }
+        guard count == Int(info.size) else { return nil }
+        bytes.removeLast()
+        return bytes
+    }
+
     /// Writes all of `bytes` to `fd`.
     /// - Returns: nil when all was written, else the errno of the write that failed
     ///   (a full disk, a closed descriptor, a reader gone: ENOSPC, EBADF, EPIPE).
