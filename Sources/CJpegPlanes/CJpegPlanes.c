@@ -81,7 +81,7 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-// Box-averages `rows` chroma rows at the source's sampling (`hs`, `vs`: the
+// Makes `count` 4:2:0 chroma rows of `width` samples by box-averaging chroma at the source's sampling (`hs`, `vs`: the
 // luma's sampling factors, so chroma of full width for hs 1 and full height
 // for vs 1) into 4:2:0 rows, with libjpeg's alternating rounding bias. `src`
 // holds the source chroma rows of luma rows [r, r + 8 × vs) (rows past the
@@ -206,7 +206,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     struct jpeg_decompress_struct *in = &w->in;
     const int W = (int)in->image_width, H = (int)in->image_height;
     const int hs = in->comp_info[0].h_samp_factor, vs = in->comp_info[0].v_samp_factor;
-    const int sampling = hs == 2 ? (vs == 2 ? 420 : 422) : (vs == 2 ? 440 : 444);
+    const int is420 = hs == 2 && vs == 2; // its chroma is already the store's
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
     const int encode = job->quality > 0, swap = o >= 5;
     // A turned source is held whole (its first upright row may be its last stored column); an upright one streams.
@@ -221,13 +221,12 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int cs = round_up(dcs > cw ? dcs : cw, 16);
     const int scratch_stride = round_up(dcs, 16);
     const int eys = round_up(UW, 16), ecs = round_up(ucw, 16);
-    result->sampling = sampling;
 
     // One allocation for the bands: 16 luma and 8 chroma rows (the store's
     // band, or the streamed source's), the source's chroma rows at its own
     // sampling when not 4:2:0, and 64 bytes of slack for vector reads.
     const size_t band_bytes = whole ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)16 * ys + (size_t)16 * cs;
-    const size_t scratch_bytes = sampling == 420 ? 0 : (size_t)2 * DCTSIZE * scratch_stride;
+    const size_t scratch_bytes = is420 ? 0 : (size_t)2 * DCTSIZE * scratch_stride;
     w->bands = malloc(band_bytes + scratch_bytes + 64);
     if (!w->bands) stop((j_common_ptr)in, "out of memory for the bands");
     Plane by, bcb, bcr;
@@ -292,14 +291,14 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         for (int i = 0; i < group; i++) yrows[i] = ty.p + (size_t)i * ys;
         // Chroma: a 4:2:0 source's straight into place too; any other's to the scratch rows.
         for (int i = 0; i < DCTSIZE; i++) {
-            cbrows[i] = sampling == 420 ? tcb.p + (size_t)i * cs : scb.p + (size_t)i * scb.stride;
-            crrows[i] = sampling == 420 ? tcr.p + (size_t)i * cs : scr.p + (size_t)i * scr.stride;
+            cbrows[i] = is420 ? tcb.p + (size_t)i * cs : scb.p + (size_t)i * scb.stride;
+            crrows[i] = is420 ? tcr.p + (size_t)i * cs : scr.p + (size_t)i * scr.stride;
         }
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
             stop((j_common_ptr)in, "the decoder gave a short band");
         if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1, vs - 1))
             stop((j_common_ptr)in, "the tap refused the planes");
-        if (encode && sampling != 420) {
+        if (encode && !is420) {
             // Chroma rows made of these luma rows: 4:2:0 rows r / 2 onwards.
             const int made = ((r + valid + 1) / 2) - r / 2;
             for (int t = 0; t < made; t++) chroma_rows[t] = tcb.p + (size_t)t * cs;

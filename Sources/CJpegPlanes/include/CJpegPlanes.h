@@ -34,8 +34,6 @@ typedef struct {
     /// The store file's bytes (free with CJpegPlanes_free_buffer), NULL without a store.
     unsigned char *jpeg;
     unsigned long size;
-    /// The source's chroma sampling, as libjpeg reads it: 420, 422, 440 or 444.
-    int sampling;
     /// Nanoseconds decoding (the tap and the chroma's downsampling included) and
     /// encoding (turning the planes upright included); the two interleave.
     int64_t decode_ns, encode_ns;

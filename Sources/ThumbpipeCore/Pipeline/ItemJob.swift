@@ -223,6 +223,7 @@ public struct ItemJobRunner: Sendable {
         guard
             let made = try JpegPlaneStore(store: store).write(
                 job.source, header: header, temporaryPath: writesStore ? job.temporaryPath : nil,
+                hashSource: job.hashSource,
                 tap: { width, height in
                     guard job.makeThumbnail else { return nil }
                     return try thumbnailer.scale.tap(
@@ -230,7 +231,7 @@ public struct ItemJobRunner: Sendable {
                 }, spans: &attempt)
         else { return false }
         spans.append(attempt)
-        if job.hashSource { outcome.sourceHash = made.sourceHash }
+        if let hash = made.sourceHash { outcome.sourceHash = hash }
         if let file = made.file {
             try spans.measure(.write) { try file.closeForCommit() }
             outcome.storeWritten = true

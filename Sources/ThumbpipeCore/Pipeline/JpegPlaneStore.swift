@@ -52,8 +52,8 @@ struct JpegPlaneStore {
         var file: TemporaryFile?
         /// The tap, filled from the planes (nil when none was asked for).
         var tap: ThumbnailTap?
-        /// The source's content hash, from the bytes decoded.
-        var sourceHash: String
+        /// The source's content hash, from the bytes decoded (nil unless asked for).
+        var sourceHash: String?
         /// The store file's content hash, from the bytes written.
         var storeHash: String?
     }
@@ -64,8 +64,8 @@ struct JpegPlaneStore {
     /// libvips path); nothing is left behind then.
     /// - Throws: ``ThumbpipeError`` (74) when the file cannot be written.
     func write(
-        _ path: String, header: SourceHeader, temporaryPath: String?, tap: (Int, Int) throws -> ThumbnailTap?,
-        spans: inout Spans
+        _ path: String, header: SourceHeader, temporaryPath: String?, hashSource: Bool,
+        tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made? {
         guard let bytes = FileDescriptor.contents(ofRegularFile: path, limit: StorePath.maxFileBytes) else {
             return nil
@@ -77,19 +77,25 @@ struct JpegPlaneStore {
             optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
-        // The bytes decoded are the bytes hashed: the source is read once.
-        var sourceHash = ""
+        // The bytes decoded are the bytes hashed (when the job asks): the source is read once.
+        var sourceHash: String?
+        var hashNanoseconds: Int64 = 0
         let status = spans.measure(.store) {
             bytes.withUnsafeBytes { raw in
-                sourceHash = ContentHash.hex(bytes: raw)
+                if hashSource {
+                    let start = Spans.now
+                    sourceHash = ContentHash.hex(bytes: raw)
+                    hashNanoseconds = Int64(Spans.now - start)
+                }
                 return CJpegPlanes_transcode(
                     raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
             }
         }
         defer { CJpegPlanes_free_buffer(result.jpeg) }
         guard status == 0 else { return nil }
-        // Decoding and encoding interleave, band by band: timed apart in C.
-        spans.split(lastOf: .store, into: [(.decode, result.decode_ns)])
+        // Decoding and encoding interleave, band by band: timed apart in C (the
+        // source's hash counts with its decode, as reading it does on libvips's path).
+        spans.split(lastOf: .store, into: [(.decode, hashNanoseconds + result.decode_ns)])
         guard let temporaryPath else { return Made(tap: filled, sourceHash: sourceHash) }
         guard let jpeg = result.jpeg else { return nil }
         let output = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
