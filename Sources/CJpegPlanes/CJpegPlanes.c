@@ -81,12 +81,13 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-// Makes `count` 4:2:0 chroma rows of `width` samples by box-averaging chroma at the source's sampling (`hs`, `vs`: the
-// luma's sampling factors, so chroma of full width for hs 1 and full height
-// for vs 1) into 4:2:0 rows, with libjpeg's alternating rounding bias. `src`
-// holds the source chroma rows of luma rows [r, r + 8 × vs) (rows past the
-// image repeat its last; `last_row`, `last_col`: the source's last chroma row
-// and column), `dst[t]` the 4:2:0 row for luma rows 2(r / 2 + t) and after.
+// Makes `count` 4:2:0 chroma rows of `width` samples by box-averaging chroma
+// at the source's sampling (`hs`, `vs`: the luma's sampling factors, so chroma
+// of full width for hs 1 and full height for vs 1), with libjpeg's alternating
+// rounding bias. `src` holds the source chroma rows of luma rows [r, r + 8 × vs)
+// (rows past the image repeat its last; `last_row`, `last_col`: the source's
+// last chroma row and column), `dst[t]` the 4:2:0 row for luma rows 2(r / 2 + t)
+// and after.
 static void downsample(const Plane *src, int hs, int vs, int r, int last_row, int last_col, unsigned char *const *dst,
                        int count, int width) {
     for (int t = 0; t < count; t++) {
