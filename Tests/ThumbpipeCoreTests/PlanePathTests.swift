@@ -114,26 +114,34 @@ struct PlanePathTests {
     func orientations(size: (Int, Int, Int32)) throws {
         for orientation in 1...8 {
             let path = try Self.oriented(orientation, width: size.0, height: size.1, quality: size.2)
-            let upright = try DecodedTestImage.load(path, autorotate: true)
-            let planes = try Self.store(path, planes: true)
-            let libvips = try Self.store(path, planes: false)
-            #expect(planes.path == .planes, "orientation \(orientation)")
-            let a = try Self.decoded(planes.bytes)
-            let b = try Self.decoded(libvips.bytes)
-            #expect(
-                a.width == upright.width && a.height == upright.height,
-                "orientation \(orientation): \(a.width)×\(a.height)")
-            guard a.pixels.count == upright.pixels.count, b.pixels.count == upright.pixels.count else { continue }
-            // Against the upright source, as libvips turns it: a wrong turn costs 15 dB or more.
-            let (pa, pb) = (psnr(a.pixels, upright.pixels), psnr(b.pixels, upright.pixels))
-            #expect(pa >= pb - 0.5, "orientation \(orientation), \(size): planes \(pa) dB, libvips \(pb) dB")
-            // And the thumbnails agree (the tap fed from the planes, turned the same way).
-            let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
-            let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
-            #expect(
-                psnr(ta.pixels, tb.pixels) >= 32,
-                "orientation \(orientation): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+            try Self.expectPlanesAsGood(path, "orientation \(orientation), \(size)")
         }
+    }
+
+    /// The plane store of `path` against libvips's: it takes the planes, comes
+    /// out upright (as libvips turns it: a wrong turn costs 15 dB or more), is
+    /// within 0.5 dB of libvips's against the upright source or better, and the
+    /// thumbnails agree (≥ 32 dB: the tap fed from the planes, turned the same
+    /// way). Returns both stores decoded and the plane store's bytes, or nil
+    /// when the sizes differ.
+    @discardableResult
+    static func expectPlanesAsGood(_ path: String, _ label: String) throws -> (
+        planes: DecodedTestImage, libvips: DecodedTestImage, bytes: Data
+    )? {
+        let upright = try DecodedTestImage.load(path, autorotate: true)
+        let planes = try store(path, planes: true)
+        let libvips = try store(path, planes: false)
+        #expect(planes.path == .planes, "\(label)")
+        let a = try decoded(planes.bytes)
+        let b = try decoded(libvips.bytes)
+        #expect(a.width == upright.width && a.height == upright.height, "\(label): \(a.width)×\(a.height)")
+        guard a.pixels.count == upright.pixels.count, b.pixels.count == upright.pixels.count else { return nil }
+        let (pa, pb) = (psnr(a.pixels, upright.pixels), psnr(b.pixels, upright.pixels))
+        #expect(pa >= pb - 0.5, "\(label): planes \(pa) dB, libvips \(pb) dB")
+        let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
+        let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
+        #expect(psnr(ta.pixels, tb.pixels) >= 32, "\(label): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+        return (a, b, planes.bytes)
     }
 
     @Test("djpeg (libjpeg-turbo's own decoder) reads every plane store; what the plane path refuses takes libvips")
@@ -225,30 +233,18 @@ extension PlanePathTests {
             let path = try Self.sampled(
                 Self.sources.jpeg, sampling: sampling, orientation: orientation,
                 options: orientation == 3 ? ["-progressive"] : [])
-            let upright = try DecodedTestImage.load(path, autorotate: true)
-            let planes = try Self.store(path, planes: true)
-            let libvips = try Self.store(path, planes: false)
-            #expect(planes.path == .planes, "\(sampling), orientation \(orientation)")
-            #expect(Self.samplingFactors(planes.bytes) == [0x22, 0x11, 0x11], "\(sampling): a baseline 4:2:0 store")
-            let a = try Self.decoded(planes.bytes)
-            let b = try Self.decoded(libvips.bytes)
-            #expect(a.width == upright.width && a.height == upright.height, "\(sampling), orientation \(orientation)")
-            guard a.pixels.count == upright.pixels.count, b.pixels.count == upright.pixels.count else { continue }
-            let (pa, pb) = (psnr(a.pixels, upright.pixels), psnr(b.pixels, upright.pixels))
-            #expect(pa >= pb - 0.5, "\(sampling), orientation \(orientation): planes \(pa) dB, libvips \(pb) dB")
+            guard let made = try Self.expectPlanesAsGood(path, "\(sampling), orientation \(orientation)") else {
+                continue
+            }
+            #expect(Self.samplingFactors(made.bytes) == [0x22, 0x11, 0x11], "\(sampling): a baseline 4:2:0 store")
             if orientation == 1 {
                 // Upright, the stored pixels are the source's: against the 4:4:4 original too.
-                let (qa, qb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
+                let (qa, qb) = (psnr(made.planes.pixels, reference.pixels), psnr(made.libvips.pixels, reference.pixels))
                 print(
                     "sampling \(sampling): planes \(String(format: "%.2f", qa)) dB, libvips \(String(format: "%.2f", qb)) dB"
                 )
                 #expect(qa >= qb - 0.5, "\(sampling): planes \(qa) dB, libvips \(qb) dB against the original")
             }
-            let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
-            let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
-            #expect(
-                psnr(ta.pixels, tb.pixels) >= 32,
-                "\(sampling), orientation \(orientation): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
         }
     }
 
