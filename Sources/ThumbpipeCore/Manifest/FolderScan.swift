@@ -15,6 +15,8 @@ public enum FolderScan {
         public var relativePath: String
         /// The absolute path.
         public var path: String
+        /// The file's size in bytes, as the scan saw it (the link's target for a symlink).
+        public var size: Int64
 
         /// The item name: the file name without its extension.
         public var itemName: String {
@@ -98,8 +100,10 @@ public enum FolderScan {
                         continue
                     }
                     // A symlink counts when it points at a regular file; folders behind links are not followed.
+                    var file = info
                     if info.kind == .symlink {
-                        guard FileInfo(path: path)?.kind == .regular else { continue }
+                        guard let target = FileInfo(path: path), target.kind == .regular else { continue }
+                        file = target
                     } else if info.kind != .regular {
                         continue
                     }
@@ -116,7 +120,7 @@ public enum FolderScan {
                         result.skippedKinds["\(format.displayName) not in --formats", default: 0] += 1
                         continue
                     }
-                    entries.append(Entry(relativePath: prefix + childRelative, path: path))
+                    entries.append(Entry(relativePath: prefix + childRelative, path: path, size: file.size))
                 }
             }
         }
@@ -163,13 +167,10 @@ public enum FolderScan {
             "\(folder) has no images\(result.skippedSummary.map { " (\($0))" } ?? ""); nothing to run")
     }
 
-    /// The entries that are byte-identical to another, in groups: sizes first,
-    /// then the content hash of only the files that share a size.
+    /// The entries that are byte-identical to another, in groups: sizes first
+    /// (as the scan saw them), then the content hash of only the files that share a size.
     public static func duplicates(_ entries: [Entry]) -> [[Entry]] {
-        var bySize: [Int64: [Entry]] = [:]
-        for entry in entries {
-            if let size = FileInfo(path: entry.path)?.size { bySize[size, default: []].append(entry) }
-        }
+        let bySize = Dictionary(grouping: entries, by: \.size)
         var groups: [[Entry]] = []
         for (_, same) in bySize where same.count > 1 {
             var byHash: [String: [Entry]] = [:]
