@@ -47,12 +47,15 @@ public enum FileDescriptor {
         guard let fd = open(path, O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
         guard let info = FileInfo(descriptor: fd), info.kind == .regular, info.size <= limit else { return nil }
-        // One byte more than the size: a file that grew since fstat reads long, and is refused.
-        var bytes = Data(count: Int(info.size) + 1)
-        let count = bytes.withUnsafeMutableBytes { readFully(fd, into: $0, at: 0) }
-        guard count == Int(info.size) else { return nil }
-        bytes.removeLast()
-        return bytes
+        // One byte more than the size: a file that grew since fstat reads long, and is
+        // refused. Not zeroed first (Data(count:) would clear megabytes to overwrite them).
+        let size = Int(info.size)
+        guard let buffer = malloc(size + 1) else { return nil }
+        guard readFully(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: size + 1), at: 0) == size else {
+            free(buffer)
+            return nil
+        }
+        return Data(bytesNoCopy: buffer, count: size, deallocator: .free)
     }
 
     /// Writes all of `bytes` to `fd`.
