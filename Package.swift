@@ -42,7 +42,9 @@ let cLibraries: [Target] = [
     // The worker's sandbox: Landlock's raw system calls and the seccomp filter.
     .target(
         name: "CSandbox",
-        dependencies: ["CSeccomp"]
+        dependencies: ["CSeccomp"],
+        // The tests' hostile worker (Hostile.c) exists in debug builds only.
+        cSettings: [.define("THUMBPIPE_FAULTS", .when(configuration: .debug))]
     ),
     // Fixed-arity wrappers over libvips's variadic calls, which Swift cannot call.
     .target(

@@ -1,4 +1,8 @@
 #include "CVipsShim.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <gmodule.h>
 #include <math.h>
 #include <string.h>
@@ -94,6 +98,71 @@ static int has_property(VipsOperation *op, const char *name) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(op), name) != NULL;
 }
 
+static int free_bytes(void *data, void *client) {
+    (void)client;
+    g_free(data);
+    return 0;
+}
+
+VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error) {
+    struct stat info;
+    if (fstat(fd, &info) != 0) {
+        *error = errno;
+        return NULL;
+    }
+    if (!S_ISREG(info.st_mode) || info.st_size <= 0) {
+        *error = S_ISDIR(info.st_mode) ? EISDIR : EINVAL;
+        return NULL;
+    }
+    size_t size = (size_t)info.st_size;
+    if (max_bytes > 0 && size > max_bytes) {
+        *error = EFBIG;
+        return NULL;
+    }
+    unsigned char *data = g_try_malloc(size);
+    if (!data) {
+        *error = ENOMEM;
+        return NULL;
+    }
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(fd, data + done, size - done, (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;  // shorter than its size said: the bytes there are
+        done += (size_t)n;
+    }
+    if (done == 0) {
+        g_free(data);
+        *error = EIO;
+        return NULL;
+    }
+    return vips_blob_new(free_bytes, data, done);
+}
+
+const void *CVipsShim_blob_bytes(VipsBlob *blob, size_t *length) { return vips_blob_get(blob, length); }
+
+void CVipsShim_blob_release(VipsBlob *blob) { vips_area_unref(VIPS_AREA(blob)); }
+
+// The loader for a blob and whether it takes a source (1) or a buffer (0).
+static const char *find_loader_blob(VipsBlob *blob, int *from_source) {
+    VipsSource *source = vips_source_new_from_blob(blob);
+    if (!source) return NULL;
+    const char *loader = vips_foreign_find_load_source(source);
+    g_object_unref(source);
+    *from_source = loader != NULL;
+    if (loader) return loader;
+    size_t length = 0;
+    const void *data = vips_blob_get(blob, &length);
+    vips_error_clear();
+    return vips_foreign_find_load_buffer(data, length);
+}
+
+const char *CVipsShim_find_loader_blob(VipsBlob *blob) {
+    __atomic_add_fetch(&find_loader_calls, 1, __ATOMIC_RELAXED);
+    int from_source = 0;
+    return find_loader_blob(blob, &from_source);
+}
+
 int CVipsShim_loader_shrink_kind(const char *loader) {
     VipsOperation *op = vips_operation_new(loader);
     if (!op) return -1;
@@ -116,6 +185,39 @@ int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
     if (shrink > 1 && has_property(op, "shrink")) g_object_set(op, "shrink", shrink, NULL);
     if (scale > 0 && scale < 1.0 && has_property(op, "scale")) g_object_set(op, "scale", scale, NULL);
     if (vips_cache_operation_buildp(&op)) {
+        vips_object_unref_outputs(VIPS_OBJECT(op));
+        g_object_unref(op);
+        return -1;
+    }
+    VipsImage *image = NULL;
+    g_object_get(op, "out", &image, NULL);
+    vips_object_unref_outputs(VIPS_OBJECT(op));
+    g_object_unref(op);
+    if (!image) return -1;
+    *out = image;
+    return 0;
+}
+
+int CVipsShim_load_blob(VipsBlob *blob, int shrink, double scale, int fail_on, int sequential, VipsImage **out) {
+    int from_source = 0;
+    const char *loader = find_loader_blob(blob, &from_source);
+    if (!loader) return -1;
+    VipsOperation *op = vips_operation_new(loader);
+    if (!op) return -1;
+    VipsSource *source = NULL;
+    if (from_source) {
+        source = vips_source_new_from_blob(blob);
+        g_object_set(op, "source", source, NULL);
+    } else {
+        g_object_set(op, "buffer", blob, NULL);
+    }
+    g_object_set(op, "access", sequential ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM, NULL);
+    if (has_property(op, "fail_on")) g_object_set(op, "fail_on", (VipsFailOn)fail_on, NULL);
+    if (shrink > 1 && has_property(op, "shrink")) g_object_set(op, "shrink", shrink, NULL);
+    if (scale > 0 && scale < 1.0 && has_property(op, "scale")) g_object_set(op, "scale", scale, NULL);
+    int failed = vips_cache_operation_buildp(&op);
+    if (source) g_object_unref(source);
+    if (failed) {
         vips_object_unref_outputs(VIPS_OBJECT(op));
         g_object_unref(op);
         return -1;

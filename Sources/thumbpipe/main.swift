@@ -82,10 +82,10 @@ if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == Worker.footpr
     Allocator.configureForBatchWork()
     exit(Worker.printFootprint())
 }
-if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == Worker.subcommand {
+if CommandLine.arguments.count >= 2 && CommandLine.arguments[1] == Worker.subcommand {
     // A worker process of a run (see Worker): not a command for users.
     Allocator.configureForBatchWork()
-    exit(Worker.main())
+    exit(Worker.main(arguments: Array(CommandLine.arguments.dropFirst(2))))
 }
 Allocator.configureForBatchWork()
 // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be

@@ -121,7 +121,7 @@ struct ItemLedgerTests {
         #expect(ledger.store == c.store)
         #expect(ledger.settlesWithoutJob == c.withoutJob)
         if let path = c.item.imagePath {
-            let job = ledger.job(source: path, temporaryPath: "/out/.tmp")
+            let job = ledger.job(source: path)
             #expect(job.makeThumbnail == (c.thumbnail == .make))
             #expect(job.makeStore == (c.store == .make), "a carried store file is never encoded")
         }

@@ -14,16 +14,13 @@ struct PlanePathTests {
     static func store(_ source: String, planes: Bool, settings: PipelineSettings = PipelineSettings()) throws -> (
         bytes: Data, path: StorePath?, thumbnail: Data?
     ) {
-        let folder = TestPaths.temporaryFolder("plane-store")
-        var runner = ItemJobRunner(settings: settings, outputFolder: folder)
+        var runner = ItemJobRunner(settings: settings)
         runner.planes = planes
-        let temporary = folder + "/store.jpg"
         let job = ItemJob(
-            index: 0, itemKey: "k", source: source, makeThumbnail: true, makeStore: true, temporaryPath: temporary,
-            hashSource: false)
-        let outcome = runner.run(job)
+            index: 0, itemKey: "k", source: source, makeThumbnail: true, makeStore: true, hashSource: false)
+        let outcome = runner.runHere(job)
         if let failure = outcome.failure { throw failure }
-        return (try Data(contentsOf: URL(fileURLWithPath: temporary)), outcome.storePath, outcome.thumbnail)
+        return (try #require(outcome.store), outcome.storePath, outcome.thumbnail)
     }
 
     /// The fixture JPEGs the plane path takes (8-bit YCbCr, sRGB or untagged, large enough to stream).

@@ -13,11 +13,9 @@ struct ThumbnailTests {
         png: Data, image: DecodedTestImage
     ) {
         let path = TestPaths.fixture(relative)
-        let runner = ItemJobRunner(settings: settings, outputFolder: TestPaths.temporaryFolder("thumbnail"))
-        let job = ItemJob(
-            index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, temporaryPath: "",
-            hashSource: false)
-        let outcome = runner.run(job)
+        let runner = ItemJobRunner(settings: settings)
+        let job = ItemJob(index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, hashSource: false)
+        let outcome = runner.runHere(job)
         if let failure = outcome.failure { throw failure }
         let png = try #require(outcome.thumbnail)
         return (png, try DecodedTestImage.load(png: png))

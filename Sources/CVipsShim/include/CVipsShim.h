@@ -47,6 +47,25 @@ unsigned long CVipsShim_find_loader_calls(void);
 int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
                    int sequential, VipsImage **out);
 
+/// A source's bytes, read whole from an open descriptor (pread from offset 0,
+/// at most `max_bytes`, which 0 leaves unbounded) into a blob libvips loads
+/// from: the worker never opens a source by name. NULL with `*error` an errno
+/// (EFBIG when larger than `max_bytes`). Release with CVipsShim_blob_release.
+VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error);
+
+/// The bytes of a blob.
+const void *CVipsShim_blob_bytes(VipsBlob *blob, size_t *length);
+
+/// Drops a reference to a blob (images loaded from it keep their own).
+void CVipsShim_blob_release(VipsBlob *blob);
+
+/// The loader libvips picks for a blob's bytes ("VipsForeignLoadJpegSource",
+/// or a buffer loader for a format with no source loader), or NULL.
+const char *CVipsShim_find_loader_blob(VipsBlob *blob);
+
+/// CVipsShim_load from a blob's bytes.
+int CVipsShim_load_blob(VipsBlob *blob, int shrink, double scale, int fail_on, int sequential, VipsImage **out);
+
 /// Whether a loader (as CVipsShim_find_loader names it) has a load-time integer
 /// `shrink` (1) or a `scale` (2) option, or neither (0).
 int CVipsShim_loader_shrink_kind(const char *loader);

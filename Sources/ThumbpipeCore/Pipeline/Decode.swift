@@ -62,29 +62,39 @@ public struct Decode: Sendable {
     /// Creates the stage with `limits`.
     public init(limits: PipelineSettings.Limits) { self.limits = limits }
 
-    /// Reads a source's header and checks it against the limits.
+    /// Reads the header of the source at `path` (opened here: tests and tools
+    /// outside a worker) and checks it against the limits.
     /// - Throws: ``ItemFailure`` at `.decode` for a missing, unreadable, unknown or over-limit source.
     public func header(of path: String) throws(ItemFailure) -> SourceHeader {
         let bytes = try Self.checkReadableFile(path)
         if limits.maxFileBytes > 0 && bytes > limits.maxFileBytes {
             throw ItemFailure(.decode, "file is \(bytes) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
         }
+        return try header(of: try SourceBytes(path: path))
+    }
+
+    /// Reads a source's header from its bytes and checks it against the limits.
+    /// - Throws: ``ItemFailure`` at `.decode` for an unknown, refused or over-limit source.
+    func header(of source: SourceBytes) throws(ItemFailure) -> SourceHeader {
+        if limits.maxFileBytes > 0 && source.count > limits.maxFileBytes {
+            throw ItemFailure(
+                .decode, "file is \(source.count) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
+        }
         try startVips()
         let allowed = limits.formats
         // thumbpipe's own signature check first: a format it knows and the
         // limits refuse is never shown to a libvips loader, not even to ask
         // whether it recognises the file (a loader's own check can be slow or unsafe).
-        if let sniffed = ImageFormat.sniff(Self.head(path)), !allowed.contains(sniffed) {
+        if let sniffed = ImageFormat.sniff(source.head()), !allowed.contains(sniffed) {
             throw Self.notAllowed(sniffed)
         }
-        guard let loader = CVipsShim_find_loader(path) else {
+        guard let loaderName = source.loader() else {
             _ = Vips.takeError(operation: "find_load")
-            throw ItemFailure(.decode, "not a supported image (\(Self.sniff(path)))")
+            throw ItemFailure(.decode, "not a supported image (\(Self.sniff(source.head(16))))")
         }
-        let loaderName = String(cString: loader)
         if let loaded = ImageFormat(loader: loaderName), !allowed.contains(loaded) { throw Self.notAllowed(loaded) }
         let format = Self.formatName(loader: loaderName)
-        let image = try load(path, shrink: 1, scale: 1, format: format)
+        let image = try load(source, shrink: 1, scale: 1, format: format)
         let header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
             dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap {
@@ -92,7 +102,7 @@ public struct Decode: Sendable {
                     $0, offset: image.string("exif-ifd2-OffsetTimeOriginal") ?? image.string("exif-ifd2-OffsetTime"))
             },
             hasAlpha: image.hasAlpha,
-            shrink: LoadShrink(loader: loader),
+            shrink: loaderName.withCString { LoadShrink(loader: $0) },
             sRGBJPEG: format == "JPEG" && image.bands == 3 && image.format == VIPS_FORMAT_UCHAR
                 && image.interpretation == VIPS_INTERPRETATION_sRGB
                 && (image.withProfile { ICCProfile($0)?.isSRGB } ?? !image.has(VIPS_META_ICC_NAME)))
@@ -108,7 +118,7 @@ public struct Decode: Sendable {
     /// Decodes a source for a canvas of `canvasWidth × canvasHeight` pixels,
     /// shrinking at load time as far as still leaves a factor of two for the
     /// final resize (libvips's own rule, which keeps the result sharp).
-    func forThumbnail(_ path: String, header: SourceHeader, canvasWidth: Int, canvasHeight: Int)
+    func forThumbnail(_ source: SourceBytes, header: SourceHeader, canvasWidth: Int, canvasHeight: Int)
         throws(ItemFailure) -> DecodedImage
     {
         let upright = header.uprightSize
@@ -124,17 +134,17 @@ public struct Decode: Sendable {
         case .none:
             break
         }
-        let image = try load(path, shrink: jpegShrink, scale: scale, format: header.format)
+        let image = try load(source, shrink: jpegShrink, scale: scale, format: header.format)
         return DecodedImage(image: try toSRGB(image, format: header.format), header: header)
     }
 
     /// Decodes a source at full size, for the store; streaming (lazy), unless
     /// `inMemory`, when every pixel is decoded into memory at once so that the
     /// store and the thumbnail can share one decode.
-    func fullSize(_ path: String, header: SourceHeader, inMemory: Bool = false, clocks: PipelineClocks? = nil)
+    func fullSize(_ source: SourceBytes, header: SourceHeader, inMemory: Bool = false, clocks: PipelineClocks? = nil)
         throws(ItemFailure) -> DecodedImage
     {
-        var loaded = try load(path, shrink: 1, scale: 1, format: header.format)
+        var loaded = try load(source, shrink: 1, scale: 1, format: header.format)
         if let clocks { loaded = try clocks.time(loaded, .decoding, format: header.format) }
         var image = try toSRGB(loaded, format: header.format)
         if let clocks { image = try clocks.time(image, .colouring, format: header.format) }
@@ -150,10 +160,11 @@ public struct Decode: Sendable {
         do { try Vips.start() } catch { throw ItemFailure(.decode, "libvips did not start: \(error)") }
     }
 
-    private func load(_ path: String, shrink: Int32, scale: Double, format: String) throws(ItemFailure) -> VImage {
-        var out: UnsafeMutablePointer<VipsImage>? = nil
-        let status = CVipsShim_load(path, shrink, scale, limits.failOn.vipsValue, 1, &out)
-        guard status == 0, let out else {
+    private func load(_ source: SourceBytes, shrink: Int32, scale: Double, format: String) throws(ItemFailure)
+        -> VImage
+    {
+        guard let out = source.load(shrink: shrink, scale: scale, failOn: limits.failOn.vipsValue, sequential: true)
+        else {
             throw ItemFailure(Vips.takeError(operation: "load"), format: format, stage: .decode)
         }
         return VImage(out)
@@ -233,8 +244,7 @@ public struct Decode: Sendable {
     }
 
     /// A few words on what an unloadable file looks like, from its first bytes.
-    static func sniff(_ path: String) -> String {
-        let head = Self.head(path, count: 16)
+    static func sniff(_ head: [UInt8]) -> String {
         // Only readable, non-empty files get here: no bytes means it could not be read.
         guard !head.isEmpty else { return "unreadable" }
         if head.starts(with: [0xFF, 0xD8]) { return "JPEG signature but unreadable header" }

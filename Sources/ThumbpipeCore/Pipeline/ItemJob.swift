@@ -1,47 +1,51 @@
 import Foundation
 
-/// One item's work on its source: everything that opens, sniffs, decodes or
-/// encodes it. A worker process runs it (see ``Worker``); the parent never does.
+/// One item's work on its source: everything that sniffs, decodes or encodes
+/// it. A worker process runs it (see ``Worker``) on the descriptor the parent
+/// opened and passed with it; the parent never decodes.
 public struct ItemJob: Sendable, Codable {
     /// The item's position in the manifest.
     public var index: Int
     /// The item's key (for messages; the store file name is the parent's business).
     public var itemKey: String
-    /// The source image's path.
+    /// The source image's path: the parent opens it; the worker only names it.
     public var source: String
-    /// Make the thumbnail PNG.
+    /// Make the thumbnail.
     public var makeThumbnail: Bool
-    /// Make the store file, under ``temporaryPath``.
+    /// Make the store file.
     public var makeStore: Bool
-    /// Where the store file is written and closed; the parent flushes and renames it.
-    public var temporaryPath: String
-    /// Hash the source's content for the incremental state.
+    /// The parent hashes the source's content for the incremental state (never the worker).
     public var hashSource: Bool
 
     /// Creates a job.
-    public init(
-        index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool,
-        temporaryPath: String, hashSource: Bool
-    ) {
+    public init(index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, hashSource: Bool) {
         self.index = index
         self.itemKey = itemKey
         self.source = source
         self.makeThumbnail = makeThumbnail
         self.makeStore = makeStore
-        self.temporaryPath = temporaryPath
         self.hashSource = hashSource
     }
 }
 
-/// What an ``ItemJob`` made, as the worker hands it back.
+/// What an ``ItemJob`` made. The worker fills in what it claims (the header,
+/// the thumbnail's pixels, that a store file is attached, spans, warnings); the
+/// parent drops every field it owns from a worker's reply and fills them from
+/// its own checks (``WorkerReply``): the thumbnail PNG it encodes, the store
+/// bytes it checked, every hash and stamp.
 public struct ItemOutcome: Sendable, Codable {
     /// The source's header, when it could be read.
     public var header: SourceHeader?
-    /// The thumbnail PNG, when one was asked for and made.
+    /// The worker's claim: the thumbnail's `width × height × 4` RGBA pixels.
+    var thumbnailPixels: Data?
+    /// The thumbnail PNG, encoded by the parent from the pixels it checked.
     public var thumbnail: Data?
-    /// Whether the store file was written (and closed) under the job's temporary path.
+    /// The worker's claim: a store file is attached (a sealed memory file); then,
+    /// in the parent, whether ``store`` holds its checked bytes.
     public var storeWritten = false
-    /// The hash of the written store file.
+    /// The store file's bytes, checked by the parent, to be written by it.
+    public var store: Data?
+    /// The hash of the store file's bytes (the parent's).
     public var storeHash: String?
     /// Why the item failed, if it did.
     public var failure: ItemFailure?
@@ -55,10 +59,10 @@ public struct ItemOutcome: Sendable, Codable {
     public var bytesRead: Int64 = 0
     /// Whether the source's pixels were decoded.
     public var decoded = false
-    /// The source's content hash, when asked for.
+    /// The source's content hash (the parent's), when asked for.
     public var sourceHash: String?
-    /// The source's size and modification time before it was opened: what the
-    /// state records, so a source replaced while it was read counts as changed next run.
+    /// The source's size and modification time when the parent opened it: what
+    /// the state records, so a source replaced while it was read counts as changed next run.
     var sourceStamp: FileStamp?
     /// The worker's peak resident memory so far.
     public var peakRSSBytes = 0
@@ -68,6 +72,8 @@ public struct ItemOutcome: Sendable, Codable {
     /// With a worker's first outcome: when (monotonic clock, shared by every
     /// process) it was ready for its first job, to measure its start-up.
     public var readyAt: UInt64?
+    /// With a worker's first outcome: the confinement it runs under.
+    var confinement: Sandbox.Confinement?
     /// How the store file was made (when one was).
     public var storePath: StorePath?
 
@@ -75,6 +81,16 @@ public struct ItemOutcome: Sendable, Codable {
     public init(failure: ItemFailure) { self.failure = failure }
 
     init() {}
+
+    /// Drops every field the parent owns, whatever a worker put there.
+    mutating func dropParentFields() {
+        thumbnail = nil
+        store = nil
+        storeHash = nil
+        sourceHash = nil
+        sourceStamp = nil
+        bytesRead = 0
+    }
 }
 
 /// Runs item jobs with one pipeline's settings.
@@ -86,28 +102,30 @@ public struct ItemJobRunner: Sendable {
     /// item on libvips (`THUMBPIPE_JPEG_PLANES=off`, and tests that compare the two).
     var planes = !StorePath.disabled
 
-    /// Prepares to run jobs with `settings`, writing store files into `outputFolder`.
-    public init(settings: PipelineSettings, outputFolder: String) {
+    /// Prepares to run jobs with `settings`.
+    public init(settings: PipelineSettings) {
         self.settings = settings
         thumbnailer = Thumbnailer(settings: settings)
-        store = ImageStore(folder: outputFolder, settings: settings.store)
+        store = ImageStore(folder: "", settings: settings.store)
     }
 
-    /// Runs `job`: header, the decode plan, then what the job asks for. Never
-    /// throws: every failure is in the outcome.
-    /// - Parameter beforeOpen: called once the source's stamp is taken, just before it is opened.
-    public func run(_ job: ItemJob, beforeOpen: () -> Void = {}) -> ItemOutcome {
+    /// Runs `job` on the source open as `descriptor`: header, the decode plan,
+    /// then what the job asks for. Never throws: every failure is in the outcome.
+    /// - Parameter storeFile: where the store file's bytes go (a memory file the
+    ///   worker seals and passes back); nil when the job makes none.
+    /// - Parameter beforeOpen: called just before the source's bytes are read.
+    public func run(_ job: ItemJob, descriptor: Int32, storeFile: Int32?, beforeOpen: () -> Void = {}) -> ItemOutcome {
         _ = Vips.takeWarnings()
         var outcome = ItemOutcome()
-        outcome.sourceStamp = FileStamp(path: job.source)
         beforeOpen()
         var spans = Spans()
         do {
-            let header = try spans.measure(.header) { () throws(ItemFailure) in
-                try thumbnailer.decode.header(of: job.source)
+            let (source, header) = try spans.measure(.header) { () throws(ItemFailure) in
+                let source = try SourceBytes(descriptor: descriptor, limit: settings.limits.maxFileBytes)
+                return (source, try thumbnailer.decode.header(of: source))
             }
             outcome.header = header
-            try make(job, header: header, outcome: &outcome, spans: &spans)
+            try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
         } catch let failure as ItemFailure {
             outcome.failure = failure
         } catch let error as ThumbpipeError {
@@ -122,13 +140,8 @@ public struct ItemJobRunner: Sendable {
             outcome.failure = ItemFailure(.decode, "decoded with warnings (limits.failOn warning): \(first)")
         }
         if outcome.failure != nil || outcome.writeError != nil {
-            if outcome.storeWritten { unlink(job.temporaryPath) }
             outcome.storeWritten = false
-            outcome.thumbnail = nil
-        }
-        if outcome.decoded {
-            outcome.bytesRead = Self.fileSize(job.source)
-            if job.hashSource && outcome.sourceHash == nil { outcome.sourceHash = ContentHash.file(job.source) }
+            outcome.thumbnailPixels = nil
         }
         outcome.spans = spans
         outcome.peakRSSBytes = ProcessMemory.peakResidentBytes()
@@ -136,8 +149,11 @@ public struct ItemJobRunner: Sendable {
     }
 
     /// The work after the header, by the item's ``DecodePlan``.
-    private func make(_ job: ItemJob, header: SourceHeader, outcome: inout ItemOutcome, spans: inout Spans) throws {
-        let path = job.source
+    private func make(
+        _ job: ItemJob, source path: SourceBytes, header: SourceHeader, storeFile: Int32?, outcome: inout ItemOutcome,
+        spans: inout Spans
+    ) throws {
+        let job = Job(job: job, storeFile: storeFile)
         let plan = DecodePlan.choose(
             for: header, canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height)
         outcome.decoded = true
@@ -151,7 +167,8 @@ public struct ItemJobRunner: Sendable {
                 let storeOnPlanes =
                     job.makeStore && StorePath.choose(for: header, plan: plan, store: settings.store) == .planes
                 if try planeItem(
-                    job, header: header, factor: factor, writesStore: storeOnPlanes, outcome: &outcome, spans: &spans)
+                    job, source: path, header: header, factor: factor, writesStore: storeOnPlanes, outcome: &outcome,
+                    spans: &spans)
                 {
                     if job.makeStore && !storeOnPlanes {
                         try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
@@ -160,19 +177,23 @@ public struct ItemJobRunner: Sendable {
                     }
                     break
                 }
-                try tapThenStore(job, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
+                try tapThenStore(
+                    job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
             case .tap(let factor):
-                try tapThenStore(job, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
+                try tapThenStore(
+                    job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
             case .once:
                 let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
                     try thumbnailer.decode.fullSize(path, header: header, inMemory: true, clocks: clocks)
                 }
                 spans.split(lastOf: .decode, into: clocks.parts)
-                if job.makeThumbnail { outcome.thumbnail = try thumbnailer.thumbnail(from: decoded, spans: &spans) }
+                if job.makeThumbnail {
+                    outcome.thumbnailPixels = Data(try thumbnailer.pixels(from: decoded, spans: &spans).pixels)
+                }
                 if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
             case .twice:
                 if job.makeThumbnail {
-                    outcome.thumbnail = try thumbnailer.thumbnail(for: path, header: header, spans: &spans)
+                    outcome.thumbnailPixels = Data(try thumbnailer.pixels(for: path, header: header, spans: &spans).pixels)
                 }
                 if job.makeStore {
                     try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
@@ -186,10 +207,9 @@ public struct ItemJobRunner: Sendable {
     /// The tap plan on libvips: one streaming decode; the store (or a drain) pulls
     /// every pixel past the tap.
     private func tapThenStore(
-        _ job: ItemJob, header: SourceHeader, factor: Int, clocks: PipelineClocks, outcome: inout ItemOutcome,
-        spans: inout Spans
+        _ job: Job, source path: SourceBytes, header: SourceHeader, factor: Int, clocks: PipelineClocks,
+        outcome: inout ItemOutcome, spans: inout Spans
     ) throws {
-        let path = job.source
         var decoded = try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
         let tap = try Self.vips {
             try thumbnailer.scale.tap(for: decoded.image, factor: factor, orientation: header.orientation)
@@ -205,7 +225,7 @@ public struct ItemJobRunner: Sendable {
                 spans.split(lastOf: .decode, into: [(.colour, clocks.colourNanoseconds)])
             }
             if job.makeThumbnail {
-                outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
+                outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
             }
         }
     }
@@ -215,15 +235,14 @@ public struct ItemJobRunner: Sendable {
     /// (``StorePath/planes``). False, with nothing done, when the planes cannot be
     /// had (the caller then takes libvips for both).
     private func planeItem(
-        _ job: ItemJob, header: SourceHeader, factor: Int, writesStore: Bool, outcome: inout ItemOutcome,
-        spans: inout Spans
+        _ job: Job, source: SourceBytes, header: SourceHeader, factor: Int, writesStore: Bool,
+        outcome: inout ItemOutcome, spans: inout Spans
     ) throws -> Bool {
         guard job.makeThumbnail || writesStore else { return true }
         var attempt = Spans()
         guard
             let made = try JpegPlaneStore(store: store).write(
-                job.source, header: header, temporaryPath: writesStore ? job.temporaryPath : nil,
-                hashSource: job.hashSource,
+                source, header: header, into: writesStore ? job.storeFile : nil,
                 tap: { width, height in
                     guard job.makeThumbnail else { return nil }
                     return try thumbnailer.scale.tap(
@@ -231,15 +250,12 @@ public struct ItemJobRunner: Sendable {
                 }, spans: &attempt)
         else { return false }
         spans.append(attempt)
-        if let hash = made.sourceHash { outcome.sourceHash = hash }
-        if let file = made.file {
-            try spans.measure(.write) { try file.closeForCommit() }
+        if made.wroteStore {
             outcome.storeWritten = true
-            outcome.storeHash = made.storeHash
             outcome.storePath = .planes
         }
         if let tap = made.tap {
-            outcome.thumbnail = try thumbnailer.thumbnail(fromTap: tap, header: header, spans: &spans)
+            outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
         }
         return true
     }
@@ -253,24 +269,26 @@ public struct ItemJobRunner: Sendable {
         }
     }
 
-    /// Writes the store file under the job's temporary path, closed (the parent flushes it).
+    /// Encodes the store file into the job's memory file (the parent checks and writes it).
     /// With `clocks`, the decoding and colour the encoder pulled are split out of the store span.
     private func writeStore(
-        _ job: ItemJob, outcome: inout ItemOutcome, spans: inout Spans, clocks: PipelineClocks? = nil,
+        _ job: Job, outcome: inout ItemOutcome, spans: inout Spans, clocks: PipelineClocks? = nil,
         _ decode: () throws -> DecodedImage
     ) throws {
-        let file = try spans.measure(.store) {
-            try store.writeTemporary(try decode(), to: job.temporaryPath)
+        guard let file = job.storeFile else { return }
+        try spans.measure(.store) {
+            try store.encode(try decode(), to: file, named: "store file")
         }
         if let clocks { spans.split(lastOf: .store, into: clocks.parts) }
-        // Flushed by the parent, which renames it, while this worker goes on.
-        try spans.measure(.write) { try file.closeForCommit() }
         outcome.storeWritten = true
-        outcome.storeHash = ContentHash.file(job.temporaryPath)
         outcome.storePath = .libvips
     }
 
-    static func fileSize(_ path: String) -> Int64 {
-        FileInfo(path: path)?.size ?? 0
+    /// A job with the memory file its store goes to.
+    struct Job {
+        let job: ItemJob
+        let storeFile: Int32?
+        var makeThumbnail: Bool { job.makeThumbnail }
+        var makeStore: Bool { job.makeStore && storeFile != nil }
     }
 }

@@ -48,65 +48,47 @@ struct JpegPlaneStore {
 
     /// What the plane path made of a source.
     struct Made {
-        /// The store file, written and not yet committed (nil without a `temporaryPath`).
-        var file: TemporaryFile?
         /// The tap, filled from the planes (nil when none was asked for).
         var tap: ThumbnailTap?
-        /// The source's content hash, from the bytes decoded (nil unless asked for).
-        var sourceHash: String?
-        /// The store file's content hash, from the bytes written.
-        var storeHash: String?
+        /// Whether the store file's bytes were written to the descriptor.
+        var wroteStore = false
     }
 
-    /// Decodes `path` through its planes, fills the tap `tap` makes (for the
-    /// source's stored size), and with a `temporaryPath` writes there the store
-    /// file, upright. Nil when the planes cannot be had (the caller takes the
-    /// libvips path); nothing is left behind then.
-    /// - Throws: ``ThumbpipeError`` (74) when the file cannot be written.
+    /// Decodes a source's bytes through its planes, fills the tap `tap` makes
+    /// (for the source's stored size), and with a `descriptor` writes there the
+    /// store file, upright. Nil when the planes cannot be had (the caller takes
+    /// the libvips path); nothing is written then.
+    /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
-        _ path: String, header: SourceHeader, temporaryPath: String?, hashSource: Bool,
+        _ source: SourceBytes, header: SourceHeader, into descriptor: Int32?,
         tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made? {
-        guard let bytes = FileDescriptor.contents(ofRegularFile: path, limit: StorePath.maxFileBytes) else {
-            return nil
-        }
+        guard Int64(source.count) <= StorePath.maxFileBytes else { return nil }
         let filled = try tap(header.width, header.height)
         var job = CJpegPlanesJob(
             width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
-            quality: temporaryPath == nil ? 0 : Int32(store.settings.vipsQuality),
+            quality: descriptor == nil ? 0 : Int32(store.settings.vipsQuality),
             optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
-        // The bytes decoded are the bytes hashed (when the job asks): the source is read once.
-        var sourceHash: String?
-        var hashNanoseconds: Int64 = 0
         let status = spans.measure(.store) {
-            bytes.withUnsafeBytes { raw in
-                if hashSource {
-                    let start = Spans.now
-                    sourceHash = ContentHash.hex(bytes: raw)
-                    hashNanoseconds = Int64(Spans.now - start)
-                }
-                return CJpegPlanes_transcode(
+            source.withUnsafeBytes { raw in
+                CJpegPlanes_transcode(
                     raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
             }
         }
         defer { CJpegPlanes_free_buffer(result.jpeg) }
         guard status == 0 else { return nil }
-        // Decoding and encoding interleave, band by band: timed apart in C (the
-        // source's hash counts with its decode, as reading it does on libvips's path).
-        spans.split(lastOf: .store, into: [(.decode, hashNanoseconds + result.decode_ns)])
-        guard let temporaryPath else { return Made(tap: filled, sourceHash: sourceHash) }
+        // Decoding and encoding interleave, band by band: timed apart in C.
+        spans.split(lastOf: .store, into: [(.decode, result.decode_ns)])
+        guard let descriptor else { return Made(tap: filled) }
         guard let jpeg = result.jpeg else { return nil }
         let output = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
-        let file = try TemporaryFile(path: temporaryPath)
-        do {
-            try spans.measure(.store) { try file.write(output) }
-        } catch {
-            file.discard()
-            throw error
+        try spans.measure(.store) {
+            if let code = FileDescriptor.writeAll(descriptor, output) {
+                throw ThumbpipeError(.ioError, "store file: write failed: \(ThumbpipeError.errnoText(code))")
+            }
         }
-        // Hashed from the bytes written, not read back from the file.
-        return Made(file: file, tap: filled, sourceHash: sourceHash, storeHash: ContentHash.hex(bytes: output))
+        return Made(tap: filled, wroteStore: true)
     }
 }

@@ -19,11 +19,11 @@ public struct Thumbnailer: Sendable {
         encode = PNGEncode()
     }
 
-    /// The thumbnail's pixels (before encoding) of the source at `path`,
+    /// The thumbnail's pixels (before encoding) of a source,
     /// decoded with shrink-on-load for this canvas.
-    public func pixels(for path: String, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> RGBABuffer {
+    func pixels(for source: SourceBytes, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> RGBABuffer {
         let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-            try decode.forThumbnail(path, header: header, canvasWidth: scale.width, canvasHeight: scale.height)
+            try decode.forThumbnail(source, header: header, canvasWidth: scale.width, canvasHeight: scale.height)
         }
         return try pixels(from: decoded, spans: &spans)
     }
@@ -37,25 +37,21 @@ public struct Thumbnailer: Sendable {
         return buffer
     }
 
-    /// The PNG thumbnail of the source at `path`.
+    /// The PNG thumbnail of the source at `path` (opened here: tests and tools outside a worker).
     /// - Throws: ``ItemFailure`` naming the stage that failed.
-    public func thumbnail(for path: String, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> Data {
-        let buffer = try pixels(for: path, header: header, spans: &spans)
+    public func thumbnail(for path: String, spans: inout Spans) throws(ItemFailure) -> Data {
+        let source = try SourceBytes(path: path, limit: decode.limits.maxFileBytes)
+        let header = try decode.header(of: source)
+        let buffer = try pixels(for: source, header: header, spans: &spans)
         return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
     }
 
-    /// The PNG thumbnail of an already decoded image.
-    func thumbnail(from decoded: DecodedImage, spans: inout Spans) throws(ItemFailure) -> Data {
-        let buffer = try pixels(from: decoded, spans: &spans)
-        return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
-    }
-
-    /// The PNG thumbnail from a tap the store's pipeline (or a drain) has pulled every pixel through.
-    func thumbnail(fromTap tap: ThumbnailTap, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> Data {
+    /// The thumbnail's pixels from a tap the store's pipeline (or a drain) has pulled every pixel through.
+    func pixels(fromTap tap: ThumbnailTap, header: SourceHeader, spans: inout Spans) throws(ItemFailure) -> RGBABuffer {
         var buffer = try spans.measure(.scale) { () throws(ItemFailure) in
             try scale.apply(tap: tap, orientation: header.orientation, format: header.format)
         }
         spans.measure(.clip) { clip.apply(to: &buffer) }
-        return try spans.measure(.encode) { () throws(ItemFailure) in try encode.apply(buffer) }
+        return buffer
     }
 }

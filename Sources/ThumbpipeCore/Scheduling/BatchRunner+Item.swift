@@ -45,8 +45,7 @@ extension BatchRunner {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
-        let job = ledger.job(
-            source: path, temporaryPath: TemporaryFile.name(in: OutputFolder.workFolder(options.outputFolder)))
+        let job = ledger.job(source: path)
         let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
         return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
     }
@@ -67,25 +66,30 @@ extension BatchRunner {
                 $0[slot].waitingSeconds += Double(outcome.waitedNanoseconds ?? 0) / 1e9
             }
         }
-        if let message = outcome.writeError { throw ThumbpipeError(.ioError, message) }
-        trace?.record(
-            outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
-            source: outcome.header.map {
-                (
-                    URL(fileURLWithPath: job.source).lastPathComponent, $0.format,
-                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storePath?.rawValue
-                )
-            })
+        // A worker's failed write (its memory file hit a file-size limit, memory ran out): the run's, named by its target.
+        if let message = outcome.writeError {
+            throw ThumbpipeError(.ioError, "\(store.path(forKey: item.itemKey)): \(message)")
+        }
         var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
         var appeared = false
-        if outcome.storeWritten {
+        if outcome.storeWritten, let bytes = outcome.store {
+            outcome.store = nil
             if ledger.keepsWrittenStore(thumbnail) {
                 var spans = Spans()
                 if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
                 let target = store.path(forKey: item.itemKey)
                 try spans.measure(.write) {
+                    // The parent writes every byte it commits: the ones it checked.
+                    let file = try TemporaryFile(in: options.outputFolder)
+                    do {
+                        try bytes.withUnsafeBytes { try file.write($0) }
+                        try file.closeForCommit()
+                    } catch {
+                        file.discard()
+                        throw error
+                    }
                     appeared = try !TemporaryFile.commitClosed(
-                        job.temporaryPath, to: target,
+                        file.path, to: target,
                         replacing: ledger.replacesStoreFile(claimedBefore: claimedBefore.contains(item.itemKey)))
                 }
                 outcome.spans.append(spans)
@@ -98,7 +102,6 @@ extension BatchRunner {
                     thumbnail = .failure(failure)
                 }
             } else {
-                unlink(job.temporaryPath)
                 outcome.storeWritten = false
             }
         }
@@ -115,6 +118,15 @@ extension BatchRunner {
             if outcome.sourceStamp == nil { outcome.sourceStamp = FileStamp(path: job.source) }
             if outcome.sourceHash == nil { outcome.sourceHash = outcome.storeHash }
         }
+        // After the parent's write, so the trace has the same spans as the report.
+        trace?.record(
+            outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
+            source: outcome.header.map {
+                (
+                    URL(fileURLWithPath: job.source).lastPathComponent, $0.format,
+                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storePath?.rawValue
+                )
+            })
         let (date, guess) = ledger.date(
             read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
         return settle(ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: appeared)

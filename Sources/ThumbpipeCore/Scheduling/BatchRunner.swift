@@ -76,7 +76,7 @@ public final class BatchRunner: Sendable {
             weight: { position in
                 // A photo's file size stands for its cost; nothing to redo costs nothing.
                 if let item = planned?[position], !item.needsThumbnail && !item.needsStore { return 0 }
-                return items[position].imagePath.map { Int(ItemJobRunner.fileSize($0)) } ?? 0
+                return items[position].imagePath.map { Int(FileInfo(path: $0)?.size ?? 0) } ?? 0
             })
         let sink = OrderedSink(
             writer: try KeyedArchiveWriter(

@@ -114,10 +114,10 @@ struct ItemLedger: Sendable {
 
     /// The job for the item's worker (which is asked for nothing when the item only
     /// carries its store file and reuses its thumbnail).
-    func job(source: String, temporaryPath: String) -> ItemJob {
+    func job(source: String) -> ItemJob {
         ItemJob(
             index: index, itemKey: item.itemKey, source: source, makeThumbnail: thumbnail == .make,
-            makeStore: store == .make, temporaryPath: temporaryPath, hashSource: work?.sourceUnchanged != true)
+            makeStore: store == .make, hashSource: work?.sourceUnchanged != true)
     }
 
     /// The item's thumbnail once its job is done: the job's, else the reused one;

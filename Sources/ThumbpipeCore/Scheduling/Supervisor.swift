@@ -1,32 +1,38 @@
 import Foundation
 import Synchronization
 
-/// One worker process and its two pipes.
+/// One worker process: its control socket, and the pipe its stdout and stderr
+/// go to, which a thread of its own relays to the parent's stderr (escaped, bounded).
 final class WorkerProcess: Sendable {
     let pid: pid_t
     /// When it was spawned (monotonic nanoseconds).
     let spawnedAt = Spans.now
-    private let toWorker: Int32
-    private let fromWorker: Int32
+    private let control: Int32
 
-    /// Starts `executable __worker` and sends it `hello`.
+    /// The most a worker's stdout and stderr may say in all; the rest is counted, not shown.
+    static let diagnosticsLimit = 64 << 10
+
+    /// Starts `executable __worker ARGUMENTS` as a session of its own, stdin on
+    /// `/dev/null`, its socket on descriptor 3, and sends it `hello`.
     /// - Throws: ``ThumbpipeError`` (71) when the process cannot be started.
-    init(executable: String, hello: Data, environment extra: [String: String] = [:]) throws {
-        var requests: [Int32] = [0, 0]
-        var replies: [Int32] = [0, 0]
-        guard Self.pipeClosedOnExec(&requests) else {
-            throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
+    init(executable: String, arguments: [String], hello: Data, environment extra: [String: String] = [:]) throws {
+        var pair: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw ThumbpipeError(.osError, "cannot create a worker socket: \(ThumbpipeError.errnoText())")
         }
-        guard Self.pipeClosedOnExec(&replies) else {
-            close(requests[0])
-            close(requests[1])
+        var output: [Int32] = [0, 0]
+        guard pipe(&output) == 0, fcntl(output[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(output[1], F_SETFD, FD_CLOEXEC) == 0 else {
+            close(pair[0])
+            close(pair[1])
             throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, requests[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, replies[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
+        posix_spawn_file_actions_adddup2(&actions, pair[1], WorkerProtocol.controlDescriptor)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -37,8 +43,11 @@ final class WorkerProcess: Sendable {
         sigemptyset(&mask)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(Worker.subcommand), nil]
+        // POSIX_SPAWN_SETSID (glibc 2.26): no controlling terminal, a process group of its own.
+        let setsid: Int32 = 0x80
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
+        let argv: [UnsafeMutablePointer<CChar>?] =
+            ([executable, Worker.subcommand] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         // A crashing worker is the parent's to report, in one line: no Swift
         // backtrace dump on the user's terminal.
@@ -49,39 +58,77 @@ final class WorkerProcess: Sendable {
         defer { envp.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        close(requests[0])
-        close(replies[1])
+        close(pair[1])
+        close(output[1])
         guard status == 0 else {
-            close(requests[1])
-            close(replies[0])
+            close(pair[0])
+            close(output[0])
             throw ThumbpipeError(
                 .osError, "cannot start a worker (\(executable)): \(ThumbpipeError.errnoText(status))")
         }
         pid = child
-        toWorker = requests[1]
-        fromWorker = replies[0]
-        try WorkerProtocol.send(hello, to: toWorker)
+        control = pair[0]
+        Self.relay(output[0], pid: child)
+        try WorkerProtocol.send(hello, to: control)
+    }
+
+    /// Relays what a worker prints (libraries' messages; a hostile worker's
+    /// anything) to stderr on a thread of its own: one line at a time, prefixed,
+    /// control characters escaped, at most ``diagnosticsLimit`` bytes in all.
+    private static func relay(_ fd: Int32, pid: pid_t) {
+        let thread = Thread {
+            defer { close(fd) }
+            var shown = 0
+            var dropped = 0
+            var line: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            func flush() {
+                guard !line.isEmpty else { return }
+                defer { line.removeAll(keepingCapacity: true) }
+                guard shown < diagnosticsLimit else {
+                    dropped += line.count
+                    return
+                }
+                shown += line.count
+                let text = FileInfo.escaped(line)
+                FileHandle.standardError.write(Data("thumbpipe: worker \(pid): \(text)\n".utf8))
+            }
+            while true {
+                let n = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }
+                if n <= 0 { break }
+                for byte in buffer[0..<n] {
+                    if byte == 0x0A { flush() } else { line.append(byte) }
+                    if line.count >= 1024 { flush() }
+                }
+            }
+            flush()
+            if dropped > 0 {
+                FileHandle.standardError.write(
+                    Data("thumbpipe: worker \(pid): \(dropped) more bytes of its output not shown\n".utf8))
+            }
+        }
+        thread.name = "thumbpipe-worker-output"
+        thread.start()
     }
 
     private let closed = Atomic<Bool>(false)
 
     deinit { closePipes() }
 
-    /// Closes both pipes (once): a worker waiting for a job reads EOF and exits.
+    /// Closes the socket (once): a worker waiting for a job reads EOF and exits.
     func closePipes() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
-        close(toWorker)
-        close(fromWorker)
+        close(control)
     }
 
-    /// Sends a job; false when the worker is gone.
-    func send(_ job: Data) -> Bool {
-        (try? WorkerProtocol.send(job, to: toWorker)) != nil
+    /// Sends a job with its source's descriptor; false when the worker is gone.
+    func send(_ job: Data, source: Int32) -> Bool {
+        (try? WorkerProtocol.send(job, descriptor: source, to: control)) != nil
     }
 
     /// Waits for the reply until `deadline`.
     func receive(deadline: UInt64?) -> WorkerProtocol.Received {
-        WorkerProtocol.receive(from: fromWorker, deadline: deadline)
+        WorkerProtocol.receive(from: control, deadline: deadline)
     }
 
     /// Kills the worker at once.
@@ -96,13 +143,6 @@ final class WorkerProcess: Sendable {
         if signal != 0 { return Self.signalName(signal) }
         let code = (status >> 8) & 0xFF
         return code == 0 ? nil : "exit status \(code)"
-    }
-
-    /// A pipe whose ends other workers do not inherit.
-    private static func pipeClosedOnExec(_ ends: inout [Int32]) -> Bool {
-        guard pipe(&ends) == 0 else { return false }
-        for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        return true
     }
 
     static func signalName(_ number: Int32) -> String {
@@ -124,6 +164,12 @@ final class Supervisor: Sendable {
     /// What workers get added to the parent's environment.
     private let environment: [String: String]
     private let timeoutSeconds: Double
+    private let sandbox: SandboxMode
+    private let outputFolder: String
+    /// What the parent checks of every reply.
+    private let check: WorkerReply
+    /// The confinement the workers reported, the weakest first seen.
+    private let confinements = Mutex<[Sandbox.Confinement]>([])
     /// Live workers by slot, so that a cancel can kill them from any thread.
     private let live = Mutex<[Int: WorkerProcess]>([:])
     /// Workers told to end and not yet reaped.
@@ -144,15 +190,17 @@ final class Supervisor: Sendable {
     /// Prepares workers of `executable` for `settings`, writing into `outputFolder`.
     init(executable: String, settings: PipelineSettings, outputFolder: String, sandbox: SandboxMode = .auto) throws {
         self.executable = executable
+        self.sandbox = sandbox
+        self.outputFolder = outputFolder
         timeoutSeconds = settings.limits.timeoutSeconds
-        let work = OutputFolder.workFolder(outputFolder)
-        hello = try WorkerProtocol.encode(
-            WorkerProtocol.Hello(settings: settings, outputFolder: outputFolder, workFolder: work, sandbox: sandbox))
-        var environment = VipsModules.workerEnvironment(
-            allowing: settings.limits.formats)
-        // libvips spills large images where the sandbox lets the worker write.
-        environment["TMPDIR"] = work
-        self.environment = environment
+        check = WorkerReply(settings: settings)
+        hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings))
+        environment = VipsModules.workerEnvironment(allowing: settings.limits.formats)
+    }
+
+    /// What the workers of this run reported of their confinement (nil before any reply).
+    var confinement: Sandbox.Confinement? {
+        confinements.withLock { all in all.first { !$0.complete } ?? all.first }
     }
 
     /// A job given to a slot's worker, waiting for its outcome. A slot keeps
@@ -162,6 +210,8 @@ final class Supervisor: Sendable {
     final class Ticket: @unchecked Sendable {
         let job: ItemJob
         fileprivate let message: Data
+        /// The source the parent opened, passed to the worker (again, to a replacement).
+        fileprivate var source: OpenedSource?
         /// The worker it was last sent to, and when.
         fileprivate var worker: WorkerProcess?
         fileprivate var sentAt: UInt64 = 0
@@ -208,7 +258,14 @@ final class Supervisor: Sendable {
                         transient: true)))
         }
         if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
+        let source: OpenedSource
+        do {
+            source = try OpenedSource(job.source, limits: check.settings.limits, hash: job.hashSource)
+        } catch {
+            return Ticket(job: job, message: Data(), ready: ItemOutcome(failure: error))
+        }
         let ticket = Ticket(job: job, message: try WorkerProtocol.encode(job))
+        ticket.source = source
         let queue = queue(slot)
         queue.pending.append(ticket)
         // A failed send is found out (and the worker replaced) when the outcome is awaited.
@@ -219,7 +276,7 @@ final class Supervisor: Sendable {
     /// Sends `worker`, in order, every pending job it has not had yet; false when it is gone.
     private func flush(_ queue: Queue, to worker: WorkerProcess) -> Bool {
         for ticket in queue.pending where ticket.worker !== worker {
-            guard worker.send(ticket.message) else { return false }
+            guard let source = ticket.source, worker.send(ticket.message, source: source.descriptor) else { return false }
             ticket.worker = worker
             ticket.sentAt = Spans.now
         }
@@ -250,13 +307,18 @@ final class Supervisor: Sendable {
             let started = max(ticket.sentAt, queue.lastReply)
             let deadline = timeoutSeconds > 0 ? started + UInt64(timeoutSeconds * 1e9) : nil
             switch worker.receive(deadline: deadline) {
-            case .message(let data):
+            case .message(let data, let store):
                 queue.lastReply = Spans.now
-                guard let outcome = try? WorkerProtocol.decode(ItemOutcome.self, data) else {
+                defer { emptyScratch(slot) }
+                guard var outcome = try? WorkerProtocol.decode(ItemOutcome.self, data), let source = ticket.source else {
+                    if let store { close(store) }
                     retire(slot, worker)
                     return ItemOutcome(
                         failure: ItemFailure(.worker, "the worker sent an unreadable reply", transient: true))
                 }
+                if let confinement = outcome.confinement { confinements.withLock { $0.append(confinement) } }
+                check.vouch(for: &outcome, job: job, source: source, store: store)
+                ticket.source = nil
                 peaks.withLock { $0[slot] = max($0[slot] ?? 0, outcome.peakRSSBytes) }
                 if let ready = outcome.readyAt, ready > worker.spawnedAt {
                     startups.withLock {
@@ -268,7 +330,7 @@ final class Supervisor: Sendable {
             case .timedOut:
                 worker.kill()
                 retire(slot, worker)
-                unlink(job.temporaryPath)
+                emptyScratch(slot)
                 return ItemOutcome(
                     failure: ItemFailure(
                         .timeout,
@@ -276,7 +338,7 @@ final class Supervisor: Sendable {
                         transient: true))
             case .closed:
                 let how = retire(slot, worker) ?? "exit status 0"
-                unlink(job.temporaryPath)
+                emptyScratch(slot)
                 if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
                 crashed.withLock { $0[job.source] = how }
                 return ItemOutcome(failure: ItemFailure(.crash, "decoder crashed (\(how))", transient: true))
@@ -330,10 +392,25 @@ final class Supervisor: Sendable {
 
     private func worker(for slot: Int) throws -> WorkerProcess {
         if let existing = live.withLock({ $0[slot] }) { return existing }
-        let started = try WorkerProcess(executable: executable, hello: hello, environment: environment)
+        let scratch = OutputFolder.scratchFolder(outputFolder, slot: slot)
+        if mkdir(scratch, 0o700) != 0 && errno != EEXIST {
+            throw ThumbpipeError(.cannotCreate, "\(scratch): cannot create: \(ThumbpipeError.errnoText())")
+        }
+        OutputFolder.empty(scratch)
+        var environment = environment
+        // libvips spills large images into the worker's scratch folder, the one it may write to.
+        environment["TMPDIR"] = scratch
+        let started = try WorkerProcess(
+            executable: executable, arguments: ["--sandbox", sandbox.rawValue, "--scratch", scratch], hello: hello,
+            environment: environment)
         live.withLock { $0[slot] = started }
         if cancelled.load(ordering: .relaxed) { started.kill() }
         return started
+    }
+
+    /// Empties the scratch folder of `slot`'s worker: nothing a job left there reaches the next.
+    private func emptyScratch(_ slot: Int) {
+        OutputFolder.empty(OutputFolder.scratchFolder(outputFolder, slot: slot))
     }
 
     /// Forgets a worker that is dead or being killed, and reaps it.

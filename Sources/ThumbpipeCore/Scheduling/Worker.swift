@@ -1,3 +1,4 @@
+import CSandbox
 import Foundation
 
 /// The worker process: `thumbpipe __worker`, started by ``Supervisor``. It
@@ -49,20 +50,31 @@ public enum Worker {
         return (bytes + (128 << 20) + step - 1) / step * step
     }
 
-    /// Runs the worker loop until the parent closes the pipe; returns the exit status.
-    public static func main() -> Int32 {
+    /// Runs the worker loop until the parent closes its socket; returns the exit status.
+    /// - Parameter arguments: what follows the subcommand: `--sandbox MODE --scratch FOLDER`.
+    public static func main(arguments: [String]) -> Int32 {
+        var mode = SandboxMode.auto
+        var scratch = "/nonexistent"
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { return 64 }
+            switch flag {
+            case "--sandbox": mode = SandboxMode(rawValue: value) ?? .required
+            case "--scratch": scratch = value
+            default: return 64
+            }
+        }
         // The parent decides when a worker stops (SIGKILL); a terminal's Ctrl-C
-        // reaches the whole process group and must not look like a crash.
+        // must not look like a crash.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         signal(SIGXFSZ, SIG_IGN)
-        // Replies go to the original stdout alone; anything a library prints goes to stderr.
-        let replies = dup(1)
-        _ = fcntl(replies, F_SETFD, FD_CLOEXEC)
-        dup2(2, 1)
-        watchParent()
-        guard case .message(let data) = WorkerProtocol.receive(from: 0, deadline: nil),
+        let control = WorkerProtocol.controlDescriptor
+        let marker = Fault.markerFolder
+        // Before any thread and any byte of a source: session, namespaces, root, capabilities.
+        var confinement = Sandbox.jail(mode, scratch: scratch, extra: marker)
+        guard case .message(let data, _) = WorkerProtocol.receive(from: control, deadline: nil),
             let hello = try? WorkerProtocol.decode(WorkerProtocol.Hello.self, data)
         else { return 70 }
         let limits = hello.settings.limits
@@ -78,136 +90,62 @@ public enum Worker {
             var limit = rlimit(rlim_cur: rlim_t(limits.workerMemoryBytes), rlim_max: rlim_t(limits.workerMemoryBytes))
             setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
         }
-        let runner = ItemJobRunner(settings: hello.settings, outputFolder: hello.outputFolder)
+        let runner = ItemJobRunner(settings: hello.settings)
         let faults = Fault.fromEnvironment()
         // From here on, every byte read may be hostile.
-        // The tests' fault marker (a testing aid) stays writable.
-        let marker = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT_MARKER"].map {
-            URL(fileURLWithPath: $0).deletingLastPathComponent().path
-        }
-        if let problem = Sandbox.enter(hello.sandbox, writable: hello.workFolder, also: marker),
-            hello.sandbox == .required
-        {
-            FileHandle.standardError.write(Data("thumbpipe worker: cannot enter the sandbox: \(problem)\n".utf8))
+        Sandbox.enter(mode, scratch: scratch, extra: marker, into: &confinement)
+        if mode == .required && !confinement.complete {
+            FileHandle.standardError.write(
+                Data(
+                    "thumbpipe worker: cannot enter the sandbox: \(confinement.problems.joined(separator: "; "))\n"
+                        .utf8))
             return 70
         }
         var ready: UInt64? = Spans.now
         var idleSince = Spans.now
-        while case .message(let data) = WorkerProtocol.receive(from: 0, deadline: nil) {
+        var firstReply = true
+        while case .message(let data, let descriptor) = WorkerProtocol.receive(from: control, deadline: nil) {
             let waited = Spans.now &- idleSince
-            guard let job = try? WorkerProtocol.decode(ItemJob.self, data) else { return 70 }
-            let escape = faults.first { $0.kind == .escape && job.source.contains($0.text) }
-            var outcome =
-                escape.map { ItemOutcome(failure: $0.tryToEscape(from: job)) }
-                ?? runner.run(job) {
-                    for fault in faults where job.source.contains(fault.text) { fault.inject() }
-                }
+            guard let job = try? WorkerProtocol.decode(ItemJob.self, data), let source = descriptor else { return 70 }
+            var storeFile: Int32? = nil
+            if job.makeStore {
+                let fd = CSandbox_memfd("thumbpipe-store")
+                if fd >= 0 { storeFile = fd }
+            }
+            let fault = faults.first { job.source.contains($0.text) }
+            var outcome: ItemOutcome
+            if let fault, fault.kind.isHostile {
+                outcome = fault.actHostile(job: job, source: source, storeFile: storeFile, scratch: scratch, runner: runner)
+            } else {
+                outcome = runner.run(job, descriptor: source, storeFile: storeFile) { fault?.inject() }
+                fault?.tamper(&outcome, storeFile: storeFile)
+            }
+            close(source)
             outcome.waitedNanoseconds = waited
             outcome.readyAt = ready
+            if firstReply { outcome.confinement = confinement }
+            firstReply = false
             ready = nil
             defer { idleSince = Spans.now }
-            guard let reply = try? WorkerProtocol.encode(outcome), (try? WorkerProtocol.send(reply, to: replies)) != nil
+            var attached: Int32? = nil
+            if outcome.storeWritten, let storeFile, fault?.kind != .unsealed {
+                if CSandbox_seal(storeFile) == 0 {
+                    attached = storeFile
+                } else {
+                    outcome.storeWritten = false
+                    outcome.writeError = "cannot seal the store file: \(ThumbpipeError.errnoText())"
+                }
+            } else if outcome.storeWritten, let storeFile {
+                attached = storeFile
+            }
+            guard let reply = try? WorkerProtocol.encode(outcome),
+                (try? WorkerProtocol.send(reply, descriptor: attached, to: control)) != nil
             else { return 74 }
+            if let storeFile {
+                if fault?.kind == .unsealed { fault?.writeAfterCommit(storeFile) }
+                close(storeFile)
+            }
         }
         return 0
-    }
-
-    /// Ends this process when its parent goes away (even SIGKILLed), so no
-    /// worker outlives a run, even one stuck in a decoder.
-    private static func watchParent() {
-        let parent = getppid()
-        let thread = Thread {
-            while getppid() == parent { usleep(200_000) }
-            _exit(70)
-        }
-        thread.name = "thumbpipe-parent-watch"
-        thread.start()
-    }
-
-    /// A testing aid: `THUMBPIPE_FAULT=crash:TEXT` makes a worker raise SIGSEGV,
-    /// `hang:TEXT` sleep forever, and `pause:TEXT` sleep 2 s, when about to open
-    /// a source whose path contains TEXT (several, comma-separated); `escape:TEXT`
-    /// makes it act as an exploited decoder would, for that item: write a file
-    /// beside the source, connect to 127.0.0.1 over TCP, and exec `/bin/true`. With
-    /// `THUMBPIPE_FAULT_MARKER=FILE`, the worker first creates FILE, so a test
-    /// knows the moment.
-    struct Fault {
-        enum Kind: String { case crash, hang, pause, escape }
-        var kind: Kind
-        var text: String
-
-        static func fromEnvironment() -> [Fault] {
-            guard let value = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT"] else { return [] }
-            return value.split(separator: ",").compactMap { part in
-                let pieces = part.split(separator: ":", maxSplits: 1).map(String.init)
-                guard pieces.count == 2, let kind = Kind(rawValue: pieces[0]), !pieces[1].isEmpty else { return nil }
-                return Fault(kind: kind, text: pieces[1])
-            }
-        }
-
-        func inject() {
-            if let marker = ProcessInfo.processInfo.environment["THUMBPIPE_FAULT_MARKER"] {
-                _ = FileManager.default.createFile(atPath: marker, contents: Data(text.utf8))
-            }
-            switch kind {
-            case .crash:
-                // A real invalid write, as a decoder's bug would make.
-                UnsafeMutablePointer<Int>(bitPattern: 16)?.pointee = 1
-                raise(SIGSEGV)
-            case .hang:
-                while true { sleep(1000) }
-            case .pause:
-                usleep(2_000_000)
-            case .escape:
-                break
-            }
-        }
-
-        /// What an exploited decoder would try; each attempt the sandbox refuses
-        /// is named. The item fails either way (and with no sandbox, the exec
-        /// replaces the worker, which the parent sees end).
-        func tryToEscape(from job: ItemJob) -> ItemFailure {
-            var refused: [String] = []
-            var escaped: [String] = []
-            let target =
-                URL(fileURLWithPath: job.source).deletingLastPathComponent().path + "/thumbpipe-escape-\(getpid())"
-            let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd >= 0 {
-                close(fd)
-                escaped.append("wrote \(target)")
-            } else {
-                refused.append("write \(target): \(ThumbpipeError.errnoText())")
-            }
-            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            if socketFD < 0 {
-                refused.append("TCP socket: \(ThumbpipeError.errnoText())")
-            } else {
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(9).bigEndian
-                address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-                // Nothing listens on port 9: refused by the kernel's TCP is not the sandbox.
-                if connected != 0 && (errno == EACCES || errno == EPERM) {
-                    refused.append("connect 127.0.0.1:9: \(ThumbpipeError.errnoText())")
-                } else {
-                    escaped.append("opened a TCP socket")
-                }
-                close(socketFD)
-            }
-            let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-            execv("/bin/true", arguments)
-            refused.append("exec /bin/true: \(ThumbpipeError.errnoText())")
-            if escaped.isEmpty {
-                return ItemFailure(.sandbox, "the sandbox refused every escape: \(refused.joined(separator: "; "))")
-            }
-            return ItemFailure(
-                .sandbox,
-                "escaped the sandbox: \(escaped.joined(separator: "; ")) (refused: \(refused.joined(separator: "; ")))")
-        }
     }
 }

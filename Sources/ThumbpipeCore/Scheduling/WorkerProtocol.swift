@@ -1,27 +1,30 @@
+import CSandbox
 import Foundation
 
-/// The messages between `run` and its workers, over a pair of pipes: each is a
-/// 4-byte big-endian length, then that many bytes of JSON. The parent sends one
-/// ``WorkerHello``, then ``ItemJob``s, one at a time; the worker answers each
-/// job with one ``ItemOutcome``.
+/// The messages between `run` and its workers, over one UNIX socket pair: each
+/// is a 4-byte big-endian length, then that many bytes of JSON, and it may carry
+/// one descriptor (SCM_RIGHTS, attached to its length). The parent sends one
+/// ``Hello``, then ``ItemJob``s, each with the source it opened (read-only);
+/// the worker answers each job with one ``ItemOutcome``, with the sealed memory
+/// file of its store file when it made one. A worker's stdout and stderr are a
+/// pipe of their own (``WorkerProcess``), never this socket.
 enum WorkerProtocol {
-    /// The largest message either side accepts (a thumbnail is far smaller).
-    static let maxMessageBytes = 256 << 20
+    /// The largest message either side accepts (a thumbnail's pixels are far smaller).
+    static let maxMessageBytes = 64 << 20
+
+    /// The descriptor a worker finds its socket on.
+    static let controlDescriptor: Int32 = 3
 
     /// What a worker needs before its first job.
     struct Hello: Codable {
         var settings: PipelineSettings
-        var outputFolder: String
-        /// Where the worker writes (its store files' temporaries, libvips's spill):
-        /// the only folder its sandbox lets it write to.
-        var workFolder: String
-        var sandbox: SandboxMode
     }
 
     /// How a read ended.
     enum Received {
-        case message(Data)
-        /// The other side closed its end (or died).
+        /// A message, and the descriptor that came with it (the receiver owns it).
+        case message(Data, descriptor: Int32?)
+        /// The other side closed its end (or died), or sent what is not a message.
         case closed
         /// The deadline passed first.
         case timedOut
@@ -35,55 +38,89 @@ enum WorkerProtocol {
         try JSONDecoder().decode(type, from: data)
     }
 
-    /// Writes one message. Throws `EPIPE` and the like as ``ThumbpipeError`` (74).
-    static func send(_ payload: Data, to fd: Int32) throws {
+    /// Writes one message, with `descriptor` attached when given. Throws `EPIPE`
+    /// and the like as ``ThumbpipeError`` (74).
+    static func send(_ payload: Data, descriptor: Int32? = nil, to socket: Int32) throws {
         let count = UInt32(payload.count)
-        var frame = Data([UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)])
-        frame.append(payload)
-        if let code = frame.withUnsafeBytes({ FileDescriptor.writeAll(fd, $0) }) {
-            throw ThumbpipeError(.ioError, "worker pipe: \(ThumbpipeError.errnoText(code))")
+        let header = [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
+        var sent = 0
+        while sent < header.count {
+            let n = header.withUnsafeBytes {
+                CSandbox_send(socket, $0.baseAddress! + sent, header.count - sent, sent == 0 ? descriptor ?? -1 : -1)
+            }
+            if n < 0 { throw ThumbpipeError(.ioError, "worker socket: \(ThumbpipeError.errnoText(Int32(-n)))") }
+            sent += n
+        }
+        if let code = payload.withUnsafeBytes({ FileDescriptor.writeAll(socket, $0) }) {
+            throw ThumbpipeError(.ioError, "worker socket: \(ThumbpipeError.errnoText(code))")
         }
     }
 
     /// Reads one message, waiting at most until `deadline` (monotonic
-    /// nanoseconds, nil for no deadline).
-    static func receive(from fd: Int32, deadline: UInt64?) -> Received {
+    /// nanoseconds, nil for no deadline). What already waits in the socket is
+    /// read even when the deadline has passed (a parent that was stopped is
+    /// not a worker that hung).
+    static func receive(from socket: Int32, deadline: UInt64?) -> Received {
         var header = [UInt8](repeating: 0, count: 4)
-        switch readExactly(fd, &header, 4, deadline: deadline) {
-        case .closed: return .closed
-        case .timedOut: return .timedOut
-        case .message: break
-        }
-        let length = header.reduce(0) { $0 << 8 | Int($1) }
-        guard length <= maxMessageBytes else { return .closed }
-        var body = [UInt8](repeating: 0, count: length)
-        switch readExactly(fd, &body, length, deadline: deadline) {
-        case .closed: return .closed
-        case .timedOut: return .timedOut
-        case .message: return .message(Data(body))
-        }
-    }
-
-    private static func readExactly(_ fd: Int32, _ buffer: inout [UInt8], _ count: Int, deadline: UInt64?)
-        -> Received
-    {
+        var descriptor: Int32?
         var offset = 0
-        while offset < count {
-            if let deadline {
-                let now = Spans.now
-                guard now < deadline else { return .timedOut }
-                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let milliseconds = Int32(min(Double(deadline - now) / 1e6 + 1, 60_000))
-                let ready = poll(&descriptor, 1, milliseconds)
-                if ready < 0 && errno != EINTR { return .closed }
-                if ready <= 0 { continue }
+        while offset < 4 {
+            if let deadline, !wait(socket, until: deadline) {
+                if let descriptor { close(descriptor) }
+                return .timedOut
             }
-            let n = buffer.withUnsafeMutableBytes {
-                FileDescriptor.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[offset..<count]))
+            var passed: Int32 = -1
+            let n = header.withUnsafeMutableBytes {
+                CSandbox_receive(socket, $0.baseAddress! + offset, 4 - offset, &passed)
             }
-            if n <= 0 { return .closed }
+            if passed >= 0 {
+                if descriptor == nil { descriptor = passed } else { close(passed) }
+            }
+            if n <= 0 {
+                if let descriptor { close(descriptor) }
+                return .closed
+            }
             offset += n
         }
-        return .message(Data())
+        let length = header.reduce(0) { $0 << 8 | Int($1) }
+        guard length <= maxMessageBytes else {
+            if let descriptor { close(descriptor) }
+            return .closed
+        }
+        var body = [UInt8](repeating: 0, count: length)
+        offset = 0
+        while offset < length {
+            if let deadline, !wait(socket, until: deadline) {
+                if let descriptor { close(descriptor) }
+                return .timedOut
+            }
+            // A descriptor attached here is not part of the protocol: received and closed.
+            var stray: Int32 = -1
+            let n = body.withUnsafeMutableBytes {
+                CSandbox_receive(socket, $0.baseAddress! + offset, length - offset, &stray)
+            }
+            if stray >= 0 { close(stray) }
+            if n <= 0 {
+                if let descriptor { close(descriptor) }
+                return .closed
+            }
+            offset += n
+        }
+        return .message(Data(body), descriptor: descriptor)
+    }
+
+    /// Waits until `socket` can be read or `deadline` passes; true when it can.
+    /// Past the deadline it still looks once, without waiting.
+    private static func wait(_ socket: Int32, until deadline: UInt64) -> Bool {
+        while true {
+            let now = Spans.now
+            let milliseconds = now >= deadline ? 0 : Int32(min(Double(deadline - now) / 1e6 + 1, 60_000))
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { return true }  // the read says what is wrong
+            if Spans.now >= deadline { return false }
+        }
     }
 }

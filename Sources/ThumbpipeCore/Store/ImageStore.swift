@@ -19,8 +19,21 @@ public struct ImageStore: Sendable {
     /// The path of the store file for `key`.
     public func path(forKey key: String) -> String { "\(folder)/\(key)" }
 
-    /// Encodes a decoded full-size image as a JPEG under a temporary name; the
-    /// caller commits it with ``TemporaryFile/commit(to:)`` once the item is whole.
+    /// Encodes a decoded full-size image as a JPEG under a temporary name in the
+    /// store's folder; the caller commits it with ``TemporaryFile/commit(to:sync:)``.
+    func writeTemporary(_ decoded: DecodedImage) throws -> TemporaryFile {
+        let file = try TemporaryFile(in: folder)
+        do {
+            try encode(decoded, to: file.descriptor, named: file.path)
+            return file
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// Encodes a decoded full-size image as a JPEG into the open file `descriptor`
+    /// (a worker's sealed memory file, or a temporary in the store's folder).
     ///
     /// With `store.orientation` `rotate` (the default) the pixels are turned
     /// upright, so the file displays upright in any viewer; with `tag` they
@@ -28,10 +41,9 @@ public struct ImageStore: Sendable {
     /// to show them. Unless `store.keepMetadata` is set, every metadata item
     /// (GPS, maker notes, embedded thumbnails, profiles) is dropped.
     /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
-    ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
-    /// - Parameter temporaryPath: the name to write under (a fresh one in the folder when nil).
-    func writeTemporary(_ decoded: DecodedImage, to temporaryPath: String? = nil) throws -> TemporaryFile {
-        let file = try temporaryPath.map { try TemporaryFile(path: $0) } ?? TemporaryFile(in: folder)
+    ///   ``ThumbpipeError`` (74) when the bytes cannot be written.
+    /// - Parameter name: the file's name in messages.
+    func encode(_ decoded: DecodedImage, to descriptor: Int32, named name: String) throws {
         do {
             var image = decoded.image
             if settings.orientation == .rotate && image.orientation != 1 {
@@ -42,31 +54,23 @@ public struct ImageStore: Sendable {
             let keep: Int32 = settings.keepMetadata ? 1 : 0
             image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
             let encoder = image
-            var writeErrno: Int32 = 0
             let status = CVipsShim_jpegsave_fd(
-                encoder.pointer, file.descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
-            writeErrno = errno
+                encoder.pointer, descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
+            let writeErrno = errno
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
                 // A failed write is the run's problem (exit 74), not the item's.
                 if [ENOSPC, EFBIG, EDQUOT, EIO].contains(writeErrno) {
-                    throw ThumbpipeError(
-                        .ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(writeErrno))")
+                    throw ThumbpipeError(.ioError, "\(name): write failed: \(ThumbpipeError.errnoText(writeErrno))")
                 }
                 if error.message.contains("write failed") {
                     throw ThumbpipeError(
-                        .ioError,
-                        "\(file.path): write failed: disk full, file size limit or I/O error (\(error.message))")
+                        .ioError, "\(name): write failed: disk full, file size limit or I/O error (\(error.message))")
                 }
                 throw ItemFailure(error, format: decoded.header.format, stage: .store)
             }
-            return file
         } catch let error as VipsError {
-            file.discard()
             throw ItemFailure(error, format: decoded.header.format, stage: .store)
-        } catch {
-            file.discard()
-            throw error
         }
     }
 
@@ -76,7 +80,8 @@ public struct ImageStore: Sendable {
     ///   ``ThumbpipeError`` (73/74) when the file cannot be written.
     public func write(source path: String, forKey key: String, limits: PipelineSettings.Limits) throws {
         let decode = Decode(limits: limits)
-        let decoded = try decode.fullSize(path, header: try decode.header(of: path))
+        let source = try SourceBytes(path: path, limit: limits.maxFileBytes)
+        let decoded = try decode.fullSize(source, header: try decode.header(of: source))
         try writeTemporary(decoded).commit(to: self.path(forKey: key))
     }
 

@@ -57,10 +57,52 @@ public final class OutputLock: Sendable {
 
 /// An output folder: how a run prepares and locks it, and the folders thumbpipe makes in it.
 public enum OutputFolder {
-    /// Where workers write (store files under temporary names, libvips's spill)
-    /// before the parent renames a store file into place: the one folder a
-    /// worker's sandbox lets it write to.
+    /// Where the workers' scratch folders are (libvips's spill); nothing in it is
+    /// ever committed: the parent writes every file of the output itself.
     public static func workFolder(_ folder: String) -> String { folder + "/.thumbpipe/work" }
+
+    /// The private scratch folder of the worker of `slot`: the one folder its
+    /// sandbox lets it write to, emptied by the parent after each job.
+    static func scratchFolder(_ folder: String, slot: Int) -> String { workFolder(folder) + "/worker-\(slot + 1)" }
+
+    /// Removes everything inside `folder` (never following a symlink, whatever
+    /// bytes the names hold), leaving it empty.
+    /// - Returns: how many entries were removed.
+    @discardableResult
+    static func empty(_ folder: String) -> Int {
+        guard let fd = FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { return 0 }
+        return empty(descriptor: fd)
+    }
+
+    /// Empties the folder open as `fd`, and closes it.
+    private static func empty(descriptor fd: Int32) -> Int {
+        guard let directory = fdopendir(fd) else {
+            close(fd)
+            return 0
+        }
+        defer { closedir(directory) }
+        var removed = 0
+        var names: [[CChar]] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                Array(raw.bindMemory(to: CChar.self).prefix(while: { $0 != 0 })) + [0]
+            }
+            if name == [46, 0] || name == [46, 46, 0] { continue }
+            names.append(name)
+        }
+        for name in names {
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                let child = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child >= 0 { removed += empty(descriptor: child) }
+                if unlinkat(fd, name, AT_REMOVEDIR) == 0 { removed += 1 }
+            } else if unlinkat(fd, name, 0) == 0 {
+                removed += 1
+            }
+        }
+        return removed
+    }
 
     /// Creates the output folder if needed, checks it can be written, takes its
     /// lock, and removes the temporaries of runs that no longer hold it.
@@ -84,7 +126,8 @@ public enum OutputFolder {
         // The lock is ours: every temporary here belongs to a run that is gone.
         TemporaryFile.removeStale(in: folder)
         TemporaryFile.removeStale(in: folder + "/.thumbpipe")
-        TemporaryFile.removeStale(in: workFolder(folder))
+        // Scratch files a killed run's workers left (libvips's spill) go too.
+        empty(workFolder(folder))
         return lock
     }
 }

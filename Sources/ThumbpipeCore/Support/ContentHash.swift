@@ -92,16 +92,25 @@ public struct ContentHash {
     public static func file(_ path: String) -> String? {
         guard let fd = FileDescriptor.open(path, O_RDONLY) else { return nil }
         defer { close(fd) }
+        return descriptor(fd)
+    }
+
+    /// The XXH64 of the contents of the file open as `fd`, from offset 0 (its
+    /// own offset is left alone), as 16 hex digits; nil when it cannot be read.
+    public static func descriptor(_ fd: Int32) -> String? {
         var state = Streaming()
         // 64 KB: below malloc's mmap threshold (see ``Allocator``), so the same
         // heap memory serves every call; a 1 MB buffer was a fresh mapping, 256
         // page faults, each time (twice an item).
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var offset: UInt64 = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }
+            let n = buffer.withUnsafeMutableBytes { FileDescriptor.readFully(fd, into: $0, at: offset) }
             if n < 0 { return nil }
             if n == 0 { break }
             buffer.withUnsafeBytes { state.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += UInt64(n)
+            if n < buffer.count { break }
         }
         return String(state.finish(), radix: 16).leftPadded(to: 16)
     }
