@@ -264,7 +264,7 @@ enum RunCommand {
         let result = try runner.run(cancel: cancel) { result in
             var report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            report.sandbox = Sandbox.describe(sandbox, support: support)
+            report.sandbox = result.sandbox ?? Sandbox.describe(sandbox, support: support)
             let json = try report.write(outputFolder: output)
             let written = report
             if !noHTML {

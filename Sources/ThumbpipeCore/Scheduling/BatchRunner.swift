@@ -161,6 +161,11 @@ public final class BatchRunner: Sendable {
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
         result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
+        if options.sandbox != .off, let confinement = supervisor.confinement {
+            result.sandbox =
+                confinement.description
+                + (confinement.problems.isEmpty ? "" : "; missing: \(confinement.problems.joined(separator: "; "))")
+        }
         result.peakRSSBytes = max(sampledPeak, result.parentPeakRSSBytes, result.largestWorkerPeakRSSBytes)
         result.peakPSSBytes = sampler.proportionalPeak
         if let plan {

@@ -75,6 +75,11 @@ public enum Sandbox {
     public static func probe() -> Support {
         let abi = CSandbox_landlock_abi()
         var why = [CChar](repeating: 0, count: 256)
+        if Worker.Fault.noNamespaces {
+            return Support(
+                landlockABI: abi > 0 ? Int(abi) : nil, seccomp: CSandbox_seccomp_available() == 1, namespaces: false,
+                namespacesMissing: "refused by THUMBPIPE_FAULT_NO_NAMESPACES")
+        }
         let namespaces = CSandbox_namespaces_available(&why, why.count) == 1
         return Support(
             landlockABI: abi > 0 ? Int(abi) : nil, seccomp: CSandbox_seccomp_available() == 1,
@@ -136,12 +141,14 @@ public enum Sandbox {
         let layers = scratch.withCString { scratchPath in
             withOptionalCString(extra) { extraPath in
                 var jail = CSandboxJail(
-                    scratch: scratchPath, extra: extraPath, namespaces: 1, control_fd: WorkerProtocol.controlDescriptor)
+                    scratch: scratchPath, extra: extraPath, namespaces: Worker.Fault.noNamespaces ? 0 : 1,
+                    control_fd: WorkerProtocol.controlDescriptor)
                 return CSandbox_jail(&jail, &why, why.count)
             }
         }
         let problems = String(cString: why)
         if !problems.isEmpty { confinement.problems.append(problems) }
+        if Worker.Fault.noNamespaces { confinement.problems.append("namespaces: refused by THUMBPIPE_FAULT_NO_NAMESPACES") }
         guard layers >= 0 else {
             confinement.problems.append("jail: \(ThumbpipeError.errnoText(-layers))")
             return confinement

@@ -47,6 +47,9 @@ extension Worker {
             }
         }
 
+        /// `THUMBPIPE_FAULT_NO_NAMESPACES=1`: act as a kernel (or container) that gives no namespaces.
+        static var noNamespaces: Bool { environment["THUMBPIPE_FAULT_NO_NAMESPACES"] != nil }
+
         /// The folder of the tests' marker file, kept writable in the sandbox.
         static var markerFolder: String? {
             environment["THUMBPIPE_FAULT_MARKER"].map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }

@@ -75,6 +75,7 @@ enum StoreCheck {
                     }
                     at += 1
                 }
+                if at + 1 >= count { return "has no end-of-image marker (it ends inside a scan)" }
                 continue
             default:
                 return String(format: "has a segment thumbpipe does not write (marker 0x%02X)", marker)
