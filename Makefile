@@ -4,7 +4,9 @@
 
 SWIFT ?= swift
 OUT ?= out
-APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
+# A held apt or dpkg lock (unattended-upgrades, another install) is waited for, not failed on.
+APT_LOCK = -o DPkg::Lock::Timeout=600
+APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) install -y -qq --no-install-recommends
 
 # Where `make install` puts things (GNU conventions: PREFIX, DESTDIR).
 PREFIX ?= /usr/local
@@ -37,33 +39,33 @@ all: build
 deps:
 	@if ! pkg-config --exists vips; then \
 	  echo "make: installing libvips-dev (pkg-config cannot find vips)"; \
-	  apt-get update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libvips-dev pkg-config; \
 	fi
 	@if ! pkg-config --exists sqlite3; then \
 	  echo "make: installing libsqlite3-dev (pkg-config cannot find sqlite3)"; \
-	  apt-get update -qq && $(APT_INSTALL) libsqlite3-dev; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libsqlite3-dev; \
 	fi
 	@if ! pkg-config --exists libjpeg; then \
 	  echo "make: installing libjpeg62-turbo-dev (pkg-config cannot find libjpeg)"; \
-	  apt-get update -qq && $(APT_INSTALL) libjpeg62-turbo-dev; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libjpeg62-turbo-dev; \
 	fi
 	@# The plane path's test reads its store files back with libjpeg-turbo's djpeg.
-	@command -v djpeg >/dev/null || { apt-get update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }
+	@command -v djpeg >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }
 	@if ! pkg-config --exists libseccomp; then \
 	  echo "make: installing libseccomp-dev (pkg-config cannot find libseccomp)"; \
-	  apt-get update -qq && $(APT_INSTALL) libseccomp-dev; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libseccomp-dev; \
 	fi
-	@command -v python3 >/dev/null || { apt-get update -qq && $(APT_INSTALL) python3; }
+	@command -v python3 >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) python3; }
 	@# The deploy/ tests parse job.yaml with Debian's PyYAML.
-	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-yaml; }
+	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) python3-yaml; }
 	@# The report's browser test renders the page in headless Chromium.
-	@command -v chromium >/dev/null || { apt-get update -qq && $(APT_INSTALL) chromium; }
+	@command -v chromium >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) chromium; }
 	@# Contact-sheet labels need one font.
-	@fc-list 2>/dev/null | grep -q . || { apt-get update -qq && $(APT_INSTALL) fonts-dejavu-core; }
+	@fc-list 2>/dev/null | grep -q . || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) fonts-dejavu-core; }
 	@# The completion tests run the zsh and fish completions in those shells.
-	@command -v zsh >/dev/null && command -v fish >/dev/null || { apt-get update -qq && $(APT_INSTALL) zsh fish; }
+	@command -v zsh >/dev/null && command -v fish >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zsh fish; }
 	@# The man page test and the install test read the page with man.
-	@command -v man >/dev/null || { apt-get update -qq && $(APT_INSTALL) man-db; }
+	@command -v man >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) man-db; }
 
 build: deps
 	THUMBPIPE_REVISION=$(REVISION) $(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
@@ -94,7 +96,7 @@ test: deps
 # copy must fail, so the check cannot pass vacuously.
 KVENV = .build/kvenv
 test-deploy:
-	@python3 -c "import venv, ensurepip" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
+	@python3 -c "import venv, ensurepip" 2>/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(KVENV)/bin/kubernetes-validate || { python3 -m venv $(KVENV) && $(KVENV)/bin/pip install -q kubernetes-validate; }
 	$(KVENV)/bin/kubernetes-validate --strict deploy/kubernetes/job.yaml deploy/kubernetes/cronjob.yaml
 	@sed 's/completionMode: Indexed/completionMode: 4/' deploy/kubernetes/job.yaml > .build/job-broken.yaml
@@ -124,7 +126,7 @@ clean:
 # unchanged / dry-run / 10 changed, wall time and peak memory each.
 bench-million: deps
 	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
-	@test -x /usr/bin/time || { apt-get update -qq && $(APT_INSTALL) time; }
+	@test -x /usr/bin/time || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) time; }
 	Benchmarks/million.sh
 
 # The archive benchmark: 1,000,000 items with 6 KB thumbnails, written and read back.
@@ -137,9 +139,9 @@ bench-archive: deps
 BENCH_PY = Benchmarks/work/venv/bin/python
 bench: deps
 	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
-	@test -x /usr/bin/convert || { apt-get update -qq && $(APT_INSTALL) imagemagick; }
-	@test -x /usr/bin/time || { apt-get update -qq && $(APT_INSTALL) time; }
-	@python3 -c "import venv" 2>/dev/null || { apt-get update -qq && $(APT_INSTALL) python3-venv; }
+	@test -x /usr/bin/convert || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) imagemagick; }
+	@test -x /usr/bin/time || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) time; }
+	@python3 -c "import venv" 2>/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) python3-venv; }
 	@test -x $(BENCH_PY) || { python3 -m venv Benchmarks/work/venv && $(BENCH_PY) -m pip install -q pyvips; }
 	@# The products the benchmark runs (a plain release build would also build the test support, which needs Swift Testing).
 	$(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
@@ -151,7 +153,7 @@ bench: deps
 # The static binary against one linked to the toolchain's shared Swift runtime,
 # side by side: start-up (--version, hyperfine) and a run over the JPEG set.
 bench-static: build
-	@command -v hyperfine >/dev/null || { apt-get update -qq && $(APT_INSTALL) hyperfine; }
+	@command -v hyperfine >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) hyperfine; }
 	$(SWIFT) build -c release --product thumbpipe --scratch-path .build/dynamic
 	Benchmarks/static.sh .build/release/thumbpipe .build/dynamic/release/thumbpipe
 
@@ -183,11 +185,11 @@ uninstall:
 
 # Debian's packaging tools, installed when missing.
 packaging-deps:
-	@command -v dpkg-shlibdeps >/dev/null || { apt-get update -qq && $(APT_INSTALL) dpkg-dev; }
-	@command -v lintian >/dev/null || { apt-get update -qq && $(APT_INSTALL) lintian; }
-	@command -v mmdebstrap >/dev/null || { apt-get update -qq && $(APT_INSTALL) mmdebstrap; }
-	@command -v buildah >/dev/null || { apt-get update -qq && $(APT_INSTALL) buildah; }
-	@command -v strip >/dev/null || { apt-get update -qq && $(APT_INSTALL) binutils; }
+	@command -v dpkg-shlibdeps >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) dpkg-dev; }
+	@command -v lintian >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) lintian; }
+	@command -v mmdebstrap >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) mmdebstrap; }
+	@command -v buildah >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) buildah; }
+	@command -v strip >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) binutils; }
 
 # .build/thumbpipe_VERSION_amd64.deb, checked by lintian.
 deb: build packaging-deps

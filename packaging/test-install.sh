@@ -67,7 +67,7 @@ mkdir -p "$ROOT/home/user/collection/trip"
 for p in $PHOTOS; do cp "Tests/Fixtures/photos/$p" "$ROOT/home/user/collection/trip/"; done
 cp "$DEB" "$ROOT/tmp/"
 # apt-get install ./thumbpipe_….deb: apt resolves libvips42 and the rest from Debian.
-in_root "apt-get update -qq && cd /tmp && apt-get install -y -qq --no-install-recommends \
+in_root "apt-get -o DPkg::Lock::Timeout=600 update -qq && cd /tmp && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
     ./$(basename "$DEB") man-db bash-completion" >"$WORK/apt.log" 2>&1 \
     || { tail -n 20 "$WORK/apt.log" >&2; fail "apt-get install ./$(basename "$DEB")"; }
 

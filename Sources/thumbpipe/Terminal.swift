@@ -126,10 +126,15 @@ func printOut(_ text: String) throws {
 }
 
 /// Writes data a command was asked for to standard output.
+/// A reader that went away (`inspect --json | head -1`: EPIPE) ends the command
+/// at once, quietly, with status 0, as ripgrep does: what it wanted it has.
+/// Only commands that print data call this (the dry run, inspect, scan, pipeline),
+/// never a run that is writing an output folder.
 /// - Throws: ``ThumbpipeError`` (74) when it cannot all be written (a full disk,
 ///   a closed descriptor): the output a user asked for never ends silently short.
 func writeOut(_ text: String) throws {
     if let code = Array(text.utf8).withUnsafeBytes({ FileDescriptor.writeAll(1, $0) }) {
+        if code == EPIPE { exit(0) }
         throw ThumbpipeError(.ioError, "cannot write to standard output: \(ThumbpipeError.errnoText(code))")
     }
 }

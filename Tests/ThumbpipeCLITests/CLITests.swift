@@ -174,6 +174,33 @@ struct CLITests {
         let result = try runThumbpipe(["run", path, "-o", folder + "/file/out"])
         #expect(result.status == 73, "\(result.stderr)")
     }
+
+    @Test("A reader that went away (inspect --json | head -1, --dry-run | head) ends it quietly, status 0")
+    func brokenPipeIsQuiet() throws {
+        let (folder, path) = manifest([#"{"itemName": "A"}"#, #"{"itemName": "B"}"#])
+        let built = try runThumbpipe(["run", path, "-o", folder + "/out", "-q"])
+        #expect(built.status == 0, "\(built.stderr)")
+        for arguments in [
+            ["inspect", folder + "/out/items.archive", "--json"], ["inspect", folder + "/out/items.archive"],
+            ["run", path, "-o", folder + "/out", "--dry-run"], ["pipeline", "show"],
+        ] {
+            // A pipe whose reader is gone before the first byte: EPIPE on every write, every time.
+            let output = Pipe()
+            try output.fileHandleForReading.close()
+            let errors = Pipe()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+            process.arguments = arguments
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            try output.fileHandleForWriting.close()
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(arguments): \(stderr)")
+            #expect(!stderr.contains("Broken pipe") && !stderr.contains("cannot write"), "\(arguments): \(stderr)")
+        }
+    }
 }
 
 @Suite("Contact sheet")

@@ -56,6 +56,12 @@ struct OutputPathTests {
         #expect(link(manifest, folder + "/alias.jsonl") == 0)
         let alias = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/alias.jsonl"])
         #expect(alias.status == 64 && alias.stderr.contains("is the manifest"), "\(alias.stderr)")
+        // A hard link to a photo under another name (ln photos/a.jpg logs/nightly.log) is refused too.
+        #expect(link(photo, folder + "/nightly.log") == 0)
+        let photoBefore = bytes(photo)
+        let linked = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/nightly.log"])
+        #expect(linked.status == 64 && linked.stderr.contains("has 2 hard links"), "\(linked.stderr)")
+        #expect(bytes(photo) == photoBefore, "the photo is untouched")
         // The state still works: nothing was wedged.
         let again = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/log.jsonl"])
         #expect(again.status == 0, "\(again.stderr)")

@@ -12,7 +12,8 @@ import Foundation
 /// - A regular file (or a new one) is written whole under a temporary name and
 ///   renamed over it, or, for a log written as it goes, opened and truncated.
 /// - What the run reads or owns is refused (64): the manifest, a source photo,
-///   anything inside an output folder.
+///   anything inside an output folder, and any regular file with more than one
+///   hard link (another of its names may be any of those).
 public struct OutputTarget: Sendable, Equatable {
     /// How the target is written.
     public enum Kind: Sendable, Equatable {
@@ -85,6 +86,14 @@ public struct OutputTarget: Sendable, Equatable {
         }
         if let what = protected.owner(of: real, info: info) {
             throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
+        }
+        if let info, info.links > 1 {
+            // Another name of the same file may be a photo under another name, or any file the
+            // user keeps: refused whatever the names are.
+            throw ThumbpipeError(
+                .usage,
+                "\(option) \(given) has \(info.links) hard links (another of its names may be a photo); thumbpipe never writes through a hard link: remove it or name a new file"
+            )
         }
         return OutputTarget(kind: .file, path: real)
     }

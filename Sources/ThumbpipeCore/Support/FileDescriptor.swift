@@ -101,6 +101,8 @@ public struct FileInfo: Sendable, Equatable {
     /// Device and inode: the file's identity (hard links share it).
     public var device: UInt64
     public var inode: UInt64
+    /// How many names (hard links) the file has.
+    public var links: UInt64 = 1
 
     /// The file at `path`, symlinks followed (`stat`), or the link itself
     /// (`followingLinks: false`, `lstat`); nil when there is none (errno says why).
@@ -128,6 +130,7 @@ public struct FileInfo: Sendable, Equatable {
         modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+        links = UInt64(info.st_nlink)
     }
 
     /// The modification time as a date: whole seconds plus the fraction, as
