@@ -92,3 +92,36 @@ fail:
     vips_error_clear();
     return -1;
 }
+
+int reference_convert(const char *source, const char *destination, const char *interpretation, int alpha, char *error,
+                      size_t error_size) {
+    if (VIPS_INIT("reference")) goto fail;
+    VipsImage *image = vips_image_new_from_file(source, NULL);
+    if (!image) goto fail;
+    int space = vips_enum_from_nick("reference", VIPS_TYPE_INTERPRETATION, interpretation);
+    VipsImage *next = NULL;
+    if (space < 0 || vips_colourspace(image, &next, space, NULL)) {
+        g_object_unref(image);
+        goto fail;
+    }
+    g_object_unref(image);
+    image = next;
+    if (alpha) {
+        double max = vips_image_get_format(image) == VIPS_FORMAT_USHORT ? 65535 : 255;
+        if (vips_image_get_format(image) == VIPS_FORMAT_FLOAT) max = 1;
+        if (vips_bandjoin_const1(image, &next, max, NULL)) {
+            g_object_unref(image);
+            goto fail;
+        }
+        g_object_unref(image);
+        image = next;
+    }
+    int status = vips_image_write_to_file(image, destination, NULL);
+    g_object_unref(image);
+    if (status) goto fail;
+    return 0;
+fail:
+    snprintf(error, error_size, "%s", vips_error_buffer());
+    vips_error_clear();
+    return -1;
+}

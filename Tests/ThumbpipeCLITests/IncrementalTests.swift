@@ -80,6 +80,23 @@ struct IncrementalTests {
         try c.expectSameAsFresh("out")
     }
 
+    @Test(
+        "A switch that changes output bytes (THUMBPIPE_JPEG_PLANES=off, VIPS_NOVECTOR) is in the fingerprints: the next night redoes the outputs",
+        arguments: [["THUMBPIPE_JPEG_PLANES": "off"], ["VIPS_NOVECTOR": "1"]])
+    func switchesAreFingerprinted(environment: [String: String]) throws {
+        let c = try Collection()
+        #expect(try c.run("out").status == 0)
+        let switched = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "-q"], environment: environment)
+        #expect(switched.status == 0, "\(switched.stderr)")
+        let counts = c.incremental(try readJSONObject(c.folder + "/out/.thumbpipe/report.json"))
+        #expect(counts["decoded"] == 5 && counts["unchanged"] == 1, "\(counts)")
+        // And under the same switch again: nothing to do; without it: redone back.
+        let same = try runThumbpipe(["run", c.manifest, "-o", c.folder + "/out", "-q"], environment: environment)
+        #expect(same.status == 0)
+        #expect(c.incremental(try readJSONObject(c.folder + "/out/.thumbpipe/report.json"))["decoded"] == 0)
+        #expect(c.incremental(try c.run("out").report)["decoded"] == 5)
+    }
+
     @Test("A replaced source is redone, alone")
     func replacedSource() throws {
         let c = try Collection()

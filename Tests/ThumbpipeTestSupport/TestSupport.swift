@@ -348,6 +348,18 @@ public func makeTestImage(from source: String, to destination: String, width: In
     }
 }
 
+/// Makes a test image in another encoding (`reference_convert`): `source`
+/// converted by libvips to `interpretation`, with an opaque alpha when asked.
+public func convertTestImage(from source: String, to destination: String, interpretation: String, alpha: Bool = false)
+    throws
+{
+    var error = [CChar](repeating: 0, count: 1024)
+    guard reference_convert(source, destination, interpretation, alpha ? 1 : 0, &error, error.count) == 0 else {
+        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        throw TestImageError(message: "cannot make \(destination): \(message)")
+    }
+}
+
 /// A fresh folder holding copies of fixture photos under new names, and a JSONL
 /// manifest over them (one item per photo, in order; a nil key lets thumbpipe derive it).
 /// - Parameter photos: the file name in the folder, the fixture under `Tests/Fixtures/photos`,

@@ -170,10 +170,26 @@ public struct Decode: Sendable {
         return VImage(out)
     }
 
+    /// The interpretations that are not a device's encoding: converted by libvips, never through a profile.
+    static let colorimetric: Set<VipsInterpretation> = [
+        VIPS_INTERPRETATION_scRGB, VIPS_INTERPRETATION_XYZ, VIPS_INTERPRETATION_LAB, VIPS_INTERPRETATION_LABQ,
+        VIPS_INTERPRETATION_LABS, VIPS_INTERPRETATION_LCH, VIPS_INTERPRETATION_CMC, VIPS_INTERPRETATION_YXY,
+        VIPS_INTERPRETATION_HSV,
+    ]
+
     /// Converts any decoded image to 8-bit sRGB with 3 bands, or 4 with alpha.
     func toSRGB(_ input: VImage, format: String) throws(ItemFailure) -> VImage {
         do {
             var image = input
+            // Float and colorimetric encodings (scRGB from HDR merges, XYZ, LAB…):
+            // libvips's own conversion, as vips_thumbnail does; an ICC profile
+            // embedded with them describes a device space they are not in (an lcms
+            // transform of linear floats through it comes out black).
+            if Self.colorimetric.contains(image.interpretation)
+                || image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
+            {
+                image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+            }
             let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
             // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
             // costs a full-image pass through lcms for nothing.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The versions of the code that makes each output, part of each output's
 /// fingerprint: after an upgrade that changes an output's bytes, an incremental
 /// run redoes exactly the outputs whose version moved, and no other.
@@ -14,6 +16,8 @@ public struct OutputVersions: Sendable, Equatable {
     public var store: Int
     /// The libvips version the outputs are made with.
     public var libvips: String
+    /// The switches that change output bytes (``buildOptions``).
+    public var options = ""
 
     /// This build's versions.
     public static var current: OutputVersions {
@@ -25,13 +29,31 @@ public struct OutputVersions: Sendable, Equatable {
         // thumbnail 4, store 3: 4:4:4, 4:2:2 and 4:4:0 JPEGs take the plane path too,
         // and every plane store is encoded band by band through libjpeg (edges padded
         // as libjpeg pads them, where TurboJPEG's planes padded otherwise).
-        OutputVersions(thumbnail: 4, store: 3, libvips: LibVips.version)
+        // thumbnail 5, store 4: float and colorimetric sources (scRGB from HDR merges,
+        // XYZ, LAB) are converted by libvips, as vips_thumbnail does, not through the
+        // profile embedded with them (which made them black).
+        OutputVersions(thumbnail: 5, store: 4, libvips: LibVips.version, options: buildOptions)
+    }
+
+    /// The process-wide switches that change output bytes, in words ("" when none
+    /// is set): `THUMBPIPE_JPEG_PLANES=off` keeps JPEGs off the plane path,
+    /// `VIPS_NOVECTOR` turns off libvips's vector paths (their rounding differs).
+    /// Part of both fingerprints, so outputs made under one are redone under another.
+    public static var buildOptions: String {
+        var options: [String] = []
+        if StorePath.disabled { options.append("planes off") }
+        if ProcessInfo.processInfo.environment["VIPS_NOVECTOR"] != nil { options.append("novector") }
+        return options.joined(separator: ",")
     }
 
     /// Versions as given (to test what a bump redoes).
-    public init(thumbnail: Int, store: Int, libvips: String) {
+    public init(thumbnail: Int, store: Int, libvips: String, options: String = "") {
         self.thumbnail = thumbnail
         self.store = store
         self.libvips = libvips
+        self.options = options
     }
+
+    /// What the fingerprints carry of the build: the libvips version, and the switches when any is set.
+    var codeSuffix: String { "vips \(libvips)" + (options.isEmpty ? "" : "|\(options)") }
 }

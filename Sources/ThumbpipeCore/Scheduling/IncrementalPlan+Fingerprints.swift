@@ -10,7 +10,7 @@ extension IncrementalPlan {
     {
         Fingerprint.make(
             settings: "thumbnail|\(settings.fingerprintText(of: .thumbnail))",
-            code: "thumbnail v\(versions.thumbnail)|vips \(versions.libvips)")
+            code: "thumbnail v\(versions.thumbnail)|\(versions.codeSuffix)")
     }
 
     /// The fingerprint of the archive a run of `manifest` writes: every field of
@@ -45,6 +45,6 @@ extension IncrementalPlan {
     public static func storeFingerprint(_ settings: PipelineSettings, versions: OutputVersions = .current) -> String {
         Fingerprint.make(
             settings: "store|\(settings.fingerprintText(of: .store))",
-            code: "store v\(versions.store)|vips \(versions.libvips)")
+            code: "store v\(versions.store)|\(versions.codeSuffix)")
     }
 }

@@ -21,4 +21,11 @@ void reference_free(void *pixels);
 int reference_make_image(const char *source, const char *destination, int width, int height, char *error,
                          size_t error_size);
 
+/// Makes a test image in another encoding: `source` converted by libvips to
+/// `interpretation` (a libvips nick: "scrgb", "lab", "xyz", "rgb16", "grey16",
+/// "b-w"), with an opaque alpha band when `alpha`, written to `destination`
+/// (its suffix and options pick the format: "x.tif[profile=srgb]").
+int reference_convert(const char *source, const char *destination, const char *interpretation, int alpha, char *error,
+                      size_t error_size);
+
 #endif
