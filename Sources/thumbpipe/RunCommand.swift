@@ -347,12 +347,16 @@ enum RunCommand {
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
-            let result = try FolderScan.scan(
+            let scanned = try FolderScan.scan(
                 [input], recursive: recursive, extensions: extensions, formats: settings.limits.formats)
             try FolderScan.checkRunInput(
-                input, result: result, recursive: recursive, output: output,
+                input, result: scanned, recursive: recursive, output: output,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
-            if let skipped = result.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
+            if let skipped = scanned.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
+            let state =
+                FileManager.default.fileExists(atPath: RunState.path(in: output))
+                ? try RunState(folder: output, readOnly: true) : nil
+            let (result, _) = try FolderScan.keepingVanishedFolders(scanned, root: input, state: state)
             return FolderScan.manifest(result, name: input)
         }
         if ArchiveInput.isArchive(input) {

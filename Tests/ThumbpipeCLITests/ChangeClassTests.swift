@@ -116,6 +116,8 @@ struct ChangeClassTests {
         #expect(refused.status == 65, "\(refused.stderr)")
         #expect(refused.stderr.contains("  Lamp (\(folder)/b.jpg) kb"), "\(refused.stderr)")
         #expect(refused.stderr.contains("  Clock (\(folder)/c.webp) kc"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("\\u{A}"), "one item a line, never a literal \\u{A}: \(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").contains { $0.hasPrefix("  Lamp (") }, "\(refused.stderr)")
         let plan = try runThumbpipe(["run", one, "-o", out, "--dry-run", "--max-removed", "2"])
         #expect(plan.stdout.contains("  removed\tLamp\t\(folder)/b.jpg\tkb"), "\(plan.stdout)")
         let night = try runThumbpipe([

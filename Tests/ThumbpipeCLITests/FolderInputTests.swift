@@ -25,6 +25,44 @@ struct FolderInputTests {
         return folder
     }
 
+    @Test(
+        "Folder mode: a sub-folder that vanished (unmounted, moved) is kept (source missing), never removed; back, it is unchanged; a file deleted from a folder still there is removed"
+    )
+    func vanishedSubfolderIsKept() throws {
+        let folder = TestPaths.temporaryFolder("vanished")
+        let photos = folder + "/photos"
+        for (sub, names) in [("batch-01", ["Nikon-D3100.jpg", "Sigma-DP1-small.jpg"]), ("batch-09", ["Canon-EOS-5D.jpg", "Oppo-R7-Plus-small.jpg"])] {
+            try FileManager.default.createDirectory(atPath: photos + "/" + sub, withIntermediateDirectories: true)
+            for name in names {
+                try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/" + name), toPath: photos + "/\(sub)/\(name)")
+            }
+        }
+        let out = folder + "/out"
+        #expect(try runThumbpipe(["run", photos, "-r", "-o", out, "-q"]).status == 0)
+        let archive = try Data(contentsOf: URL(fileURLWithPath: out + "/items.archive"))
+        let stores = try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") }
+        // The share is unmounted: its items are kept, with their store files, and the run says so (exit 1).
+        try FileManager.default.moveItem(atPath: photos + "/batch-09", toPath: folder + "/elsewhere")
+        let away = try runThumbpipe(["run", photos, "-r", "-o", out, "-q", "--max-removed", "100%"])
+        #expect(away.status == 1, "\(away.stderr)")
+        #expect(away.stderr.contains("source missing"), "\(away.stderr)")
+        let incremental = try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")
+        #expect(incremental["kept"] == 2 && incremental["removed"] == 0, "\(incremental)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") }.sorted() == stores.sorted())
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/items.archive")) == archive, "the same archive")
+        // Back: nothing decoded, the archive as it was.
+        try FileManager.default.moveItem(atPath: folder + "/elsewhere", toPath: photos + "/batch-09")
+        let back = try runThumbpipe(["run", photos, "-r", "-o", out, "-q"])
+        #expect(back.status == 0, "\(back.stderr)")
+        #expect(try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")["decoded"] == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/items.archive")) == archive)
+        // A file deleted from a folder that is still there: removed.
+        try FileManager.default.removeItem(atPath: photos + "/batch-01/Sigma-DP1-small.jpg")
+        let deleted = try runThumbpipe(["run", photos, "-r", "-o", out, "-q", "--max-removed", "100%"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")["removed"] == 1)
+    }
+
     @Test("scan and run DIR keep what limits.formats takes and say what they skipped, by kind")
     func skippedByKind() throws {
         let folder = try mixedFolder()

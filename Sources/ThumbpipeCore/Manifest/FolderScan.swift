@@ -193,6 +193,41 @@ public enum FolderScan {
         return text
     }
 
+    /// The scan of `root` with the previous night's items whose folder is gone or
+    /// unreadable added back (an unmounted share, a sub-folder moved away): so they
+    /// are `kept (source missing)` as in manifest mode, never removed, and are back
+    /// unchanged when the folder is. Only a file deleted from a folder that is still
+    /// there is removed. Each item comes back under its recorded path, with the
+    /// key and name the scan gave it.
+    /// - Returns: the scan with those entries, sorted as a scan sorts, and how many were added.
+    public static func keepingVanishedFolders(_ result: Result, root: String, state: RunState?) throws -> (
+        Result, added: Int
+    ) {
+        guard let state else { return (result, 0) }
+        let base = absolute(root)
+        let present = Set(result.entries.map(\.itemKey))
+        var missing: [String] = []
+        try state.forEachKey { recorded in
+            if recorded.hadSource && !present.contains(recorded.itemKey) { missing.append(recorded.itemKey) }
+        }
+        var result = result
+        var added = 0
+        for key in missing {
+            guard let record = try state.record(forKey: key), record.sourcePath.hasPrefix(base + "/") else { continue }
+            let folder = URL(fileURLWithPath: record.sourcePath).deletingLastPathComponent().path
+            // The folder is there and readable: the file itself was deleted, and the item goes.
+            if access(folder, R_OK | X_OK) == 0 { continue }
+            let entry = Entry(
+                relativePath: relativePath(from: base, to: record.sourcePath), path: record.sourcePath,
+                size: record.sourceSize)
+            guard entry.itemKey == key else { continue }
+            result.entries.append(entry)
+            added += 1
+        }
+        if added > 0 { result.entries.sort { $0.relativePath < $1.relativePath } }
+        return (result, added)
+    }
+
     /// The manifest `run DIR` runs: the same items, keys and fields as `scan DIR` then `run`.
     public static func manifest(_ result: Result, name: String) -> Manifest {
         let items = result.entries.enumerated().map { index, entry in
