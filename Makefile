@@ -30,7 +30,7 @@ IMAGE = $(IMAGE_NAME):$(VERSION)
 # cached outside the repository, so a fresh clone reuses it.
 CACHE ?= $(HOME)/.cache/thumbpipe
 
-.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million \
+.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million fuzz test-sanitize \
 	install install-files uninstall deb image test-install packaging-deps bench-static bench-sandbox
 
 all: build
@@ -115,6 +115,35 @@ test-slurm: deps
 
 slurm-run:
 	deploy/slurm/test-slurm.sh
+
+# ---- Fuzzing and sanitizers (see the README's Fuzzing section) -------------
+
+# Every fuzz target SECONDS seconds under libFuzzer and AddressSanitizer, outside
+# the normal build (its own build folder), one line a target; non-zero on a finding.
+SECONDS ?= 180
+FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes
+FUZZ_BUILD = .build/fuzz
+fuzz: deps
+	$(SWIFT) build -c release --product thumbpipe-fuzz --build-path $(FUZZ_BUILD) \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xcc -fsanitize=fuzzer-no-link,address
+	Fuzz/run.sh $(FUZZ_BUILD)/release/thumbpipe-fuzz $(SECONDS) $(FUZZ_TARGETS)
+
+# The worker-side suites (plane path, decode, kernels, crafted files, fuzz replay,
+# the corpus sweep when THUMBPIPE_CORPUS is set) with AddressSanitizer and UBSan
+# in the C targets and the Swift code; reports go to .build/sanitize-reports.
+SANITIZE_BUILD = .build/sanitize
+SANITIZE_SUITES = PlanePath|Decode|Kernel|Tap|Thumbnail|Colour|Fidelity|Store|Crafted|Fuzz|Encoding|Corpus|Scale
+test-sanitize: deps
+	@mkdir -p .build/sanitize-reports
+	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address,undefined \
+	  -Xcc -fsanitize=address,undefined -Xcc -fno-sanitize-recover=undefined
+	THUMBPIPE_SANITIZER_REPORTS=$(CURDIR)/.build/sanitize-reports \
+	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/.build/sanitize-reports/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/.build/sanitize-reports/ubsan \
+	  $(SWIFT) test --skip-build --build-path $(SANITIZE_BUILD) --disable-xctest --filter '$(SANITIZE_SUITES)'
+	@if ls .build/sanitize-reports/* >/dev/null 2>&1; then \
+	  echo "test-sanitize: sanitizer reports in .build/sanitize-reports:" >&2; cat .build/sanitize-reports/* >&2; exit 1; \
+	else echo "test-sanitize: no sanitizer report"; fi
 
 format:
 	$(SWIFT) format -i -r Sources Tests Package.swift

@@ -77,6 +77,14 @@ let products: [Target] = [
         name: "thumbpipe",
         dependencies: ["ThumbpipeCore"]
     ),
+    // The fuzz targets (Fuzz/): a libFuzzer program under `make fuzz`, a replay program otherwise.
+    .target(name: "CFuzzDriver", path: "Fuzz/Sources/CFuzzDriver"),
+    .executableTarget(
+        name: "thumbpipe-fuzz",
+        dependencies: ["ThumbpipeCore", "CFuzzDriver"],
+        path: "Fuzz/Sources/thumbpipe-fuzz",
+        swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+    ),
 ]
 
 // MARK: - Benchmarks

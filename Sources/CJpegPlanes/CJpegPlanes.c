@@ -297,7 +297,8 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         }
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
             stop((j_common_ptr)in, "the decoder gave a short band");
-        if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1, vs - 1))
+        if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1, vs - 1,
+                                                       (int)ys, (int)(is420 ? cs : scb.stride)))
             stop((j_common_ptr)in, "the tap refused the planes");
         if (encode && !is420) {
             // Chroma rows made of these luma rows: 4:2:0 rows r / 2 onwards.

@@ -397,8 +397,9 @@ static void tap_fold_ycbcr(CThumbKernelsTap *tap, int oy, int x0, int cx0, int n
 }
 
 int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *y,
-                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift) {
-    if (tap->bands != 3 || hshift < 0 || hshift > 1 || vshift < 0 || vshift > 1 || first < 0 ||
+                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift,
+                                     int y_width, int c_width) {
+    if (tap->bands != 3 || hshift < 0 || hshift > 1 || vshift < 0 || vshift > 1 || first < 0 || count < 0 ||
         first % (1 << vshift)) {
         vips_error("tap", "%s", "planes feed a 3-band tap, chroma at full or half resolution");
         return -1;
@@ -407,6 +408,11 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
     int x0, x1;
     tap_columns(tap, &x0, &x1);
     const int cx0 = x0 >> hshift, cx1 = ((x1 - 1) >> hshift) + 1, n = x1 - x0, cn = cx1 - cx0;
+    // The columns read must be in the rows given, whatever the caller's sizes said.
+    if (x1 > y_width || cx1 > c_width || x0 < 0) {
+        vips_error("tap", "%s", "plane rows narrower than the tap's columns");
+        return -1;
+    }
     g_mutex_lock(&tap->lock);
     if (!tap->ycc_columns) {
         tap->ycc_columns = g_new0(guint32, (size_t)n + 2 * (size_t)cn);
@@ -607,9 +613,14 @@ int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *li
     }
     for (int o = 0; o < 3; o++)
         for (int c = 0; c < 3; c++)
-            for (int v = 0; v < 256; v++)
-                shaper->terms[o][c][v] = (gint32)lrint((double)matrix[o * 3 + c] * linear[c * 256 + v] *
-                                                       (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
+            for (int v = 0; v < 256; v++) {
+                // Linear light is 0…1: a table outside it (a crafted curve) is clamped here,
+                // whatever the caller did, so the three terms cannot overflow 32 bits.
+                float l = linear[c * 256 + v];
+                l = isnan(l) ? 0.0f : fminf(fmaxf(l, 0.0f), 1.0f);
+                shaper->terms[o][c][v] =
+                    (gint32)lrint((double)matrix[o * 3 + c] * l * (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
+            }
     memcpy(shaper->encode, encode, sizeof shaper->encode);
     VipsImage *image;
     if (strip_image(in, &image, shaper_generate, shaper)) {

@@ -45,9 +45,12 @@ int CThumbKernels_tap(VipsImage *in, VipsImage **out, CThumbKernelsTap *tap);
 /// subsampled by `1 << hshift` across and `1 << vshift` down (each 0 or 1;
 /// `first` a multiple of `1 << vshift`). Each block's means of Y, Cb and Cr are
 /// turned into RGB at the block (JFIF's YCbCr; exact up to rounding and
-/// clipping, the conversion being affine).
+/// clipping, the conversion being affine). `y_width` and `c_width` are how many
+/// bytes each luma and chroma row holds: rows narrower than the tap's columns are
+/// refused (-1), never read past.
 int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *y,
-                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift);
+                                     unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift,
+                                     int y_width, int c_width);
 
 /// The tap's resample (as made): premultiplied RGBA floats on 0…255, `rw × rh × 4`
 /// of them, into `out`.

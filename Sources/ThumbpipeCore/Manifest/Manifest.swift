@@ -300,7 +300,7 @@ struct ManifestBuilder {
         )
     }
 
-    private mutating func add(_ fields: ManifestFields, line: Int) throws {
+    mutating func add(_ fields: ManifestFields, line: Int) throws {
         if !fields.unknown.isEmpty {
             for name in Set(fields.unknown).sorted() where warnedFields.insert(name).inserted {
                 warnings.append("\(fileName):\(line): unknown field '\(name)' ignored")

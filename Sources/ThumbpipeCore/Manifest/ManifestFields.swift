@@ -108,9 +108,14 @@ enum FlatJSONLine {
                     guard seen & (1 << name.rawValue) == 0 else { return nil }
                     seen |= 1 << name.rawValue
                     if value != .null { fields[name] = value }  // null: absent, as the full path has it
-                } else if value != .null {
-                    guard let text = Self.text(key), !fields.unknown.contains(text) else { return nil }
-                    fields.unknown.append(text)
+                } else {
+                    // An unknown name is checked even with a null value: invalid UTF-8 in it is
+                    // the full parser's to report (found by the jsonl fuzz target).
+                    guard let text = Self.text(key) else { return nil }
+                    if value != .null {
+                        guard !fields.unknown.contains(text) else { return nil }
+                        fields.unknown.append(text)
+                    }
                 }
                 skipWhitespace()
                 guard let c = current else { return nil }

@@ -116,15 +116,22 @@ extension PipelineSettings {
         } catch {
             throw ThumbpipeError(.noInput, "\(path): cannot open pipeline file: \(ThumbpipeError.describe(error))")
         }
-        let file = URL(fileURLWithPath: path).lastPathComponent
+        return try parse(
+            [UInt8](data), file: URL(fileURLWithPath: path).lastPathComponent,
+            name: URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent)
+    }
+
+    /// Parses a pipeline file's bytes (`file` names it in messages, `name` is its default name).
+    /// - Throws: ``ThumbpipeError`` (65) with the line of a wrong setting.
+    public static func parse(_ bytes: [UInt8], file: String, name: String) throws -> PipelineSettings {
         let root: JSONValue
         do {
-            root = try JSONParser.parse([UInt8](data))
+            root = try JSONParser.parse(bytes)
         } catch let error as JSONSyntaxError {
             throw ThumbpipeError.data(file, error.line, "invalid JSON: \(error.reason)")
         }
         var settings = PipelineSettings()
-        settings.name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        settings.name = name
         try settings.apply(root, file: file)
         return settings
     }

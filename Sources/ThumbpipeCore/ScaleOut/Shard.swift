@@ -109,6 +109,12 @@ public struct ShardInfo: Codable, Sendable, Equatable {
         guard let data = FileDescriptor.contents(ofRegularFile: path, limit: Int64(8 * Self.maxItems + 65_536)) else {
             throw ThumbpipeError(.dataError, "\(path): not a valid shard description (not a regular file of sane size)")
         }
+        return try decode(data, path: path)
+    }
+
+    /// Decodes and checks a shard description's bytes (`path` names it in messages).
+    /// - Throws: ``ThumbpipeError`` (65) with the reason.
+    public static func decode(_ data: Data, path: String) throws -> ShardInfo {
         let decoded: ShardInfo
         do {
             decoded = try JSONDecoder().decode(ShardInfo.self, from: data)

@@ -50,9 +50,12 @@ extension Worker {
         /// `THUMBPIPE_FAULT_NO_NAMESPACES=1`: act as a kernel (or container) that gives no namespaces.
         static var noNamespaces: Bool { environment["THUMBPIPE_FAULT_NO_NAMESPACES"] != nil }
 
-        /// The folder of the tests' marker file, kept writable in the sandbox.
+        /// The folder of the tests' marker file, kept writable in the sandbox; else, under
+        /// `make test-sanitize`, the folder sanitizer reports go to
+        /// (`THUMBPIPE_SANITIZER_REPORTS`), so a worker's report is never lost.
         static var markerFolder: String? {
             environment["THUMBPIPE_FAULT_MARKER"].map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+                ?? environment["THUMBPIPE_SANITIZER_REPORTS"]
         }
 
         private func mark() {
@@ -105,9 +108,9 @@ extension Worker {
             }
             // A hostile decoder's outputs too: a whole item made as usual, with the leak attached.
             var outcome = runner.run(job, descriptor: source, storeFile: storeFile)
-            let stolen = String(cString: leak)
+            let stolen = String(decoding: leak.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if !stolen.isEmpty { outcome.warnings.append(stolen) }
-            let text = String(cString: report)
+            let text = String(decoding: report.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             outcome.failure = ItemFailure(
                 .sandbox,
                 escaped == 0 ? "the sandbox refused every escape: \(text)" : "escaped the sandbox: \(text)")

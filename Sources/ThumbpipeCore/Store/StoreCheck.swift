@@ -53,8 +53,11 @@ enum StoreCheck {
                 guard exif || (metadata && body.starts(with: Array("http://ns.adobe.com/xap/1.0/\0".utf8))) else {
                     return "has an APP1 segment that is neither EXIF nor XMP"
                 }
-            case 0xE2, 0xED, 0xFE where metadata:
-                break  // ICC profile, IPTC, comment
+            case 0xE2, 0xED, 0xFE:
+                // ICC profile, IPTC, comment: only where the store keeps metadata.
+                guard metadata else {
+                    return String(format: "has a segment thumbpipe does not write (marker 0x%02X)", marker)
+                }
             case 0xDA:
                 guard frame else { return "has a scan before its frame" }
                 scans += 1

@@ -1,0 +1,2 @@
+// Declarations only (see CFuzzDriver.h).
+#include "CFuzzDriver.h"

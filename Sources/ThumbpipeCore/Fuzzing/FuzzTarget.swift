@@ -1,0 +1,184 @@
+// CVips first: in a whole-module build the first file to import libvips's headers
+// decides which module owns their declarations.
+import CVips
+import CJpegPlanes
+import Foundation
+
+/// The parsers thumbpipe runs on untrusted bytes itself, outside libvips, as
+/// fuzz targets: `make fuzz` runs each under libFuzzer with AddressSanitizer
+/// (`Fuzz/`), and `make test` replays the corpora and the regression files in
+/// `Fuzz/Corpus/TARGET/` and `Fuzz/Regressions/TARGET/` through them. Each target
+/// takes any bytes and must not crash, hang or leak; where a property can be
+/// checked it is (two parsers agree, a round trip gives back what went in), and
+/// a broken property is returned as a finding.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// JSON Lines manifests: the fast path and the full JSON parser must agree on every line both take.
+    case jsonl
+    /// JSON array manifests.
+    case json
+    /// CSV manifests.
+    case csv
+    /// Pipeline files.
+    case pipeline
+    /// An `items.archive` (NSKeyedArchiver binary plist): what `inspect` and `run ARCHIVE` read;
+    /// what reads must write back and read back equal.
+    case archive
+    /// A part's `shard.json`.
+    case shard
+    /// An embedded ICC profile: its parse, the sRGB-by-numbers decision and the shaper's tables.
+    case icc
+    /// EXIF dates and offsets (`2024:05:01 09:30:00` and `+02:00` on the next line), and ISO 8601
+    /// manifest dates: what parses prints and parses back to the same instant.
+    case dates
+    /// The folder scan's signature sniff.
+    case sniff
+    /// The plane path's C (CJpegPlanes, and the thumbnail tap it fills): transcode and tap on any
+    /// bytes, the orientation (1–8) and optimised coding chosen by the input's length (a JPEG's
+    /// first and last bytes are fixed; trailing bytes after its end are not); a store it makes must
+    /// be well formed and decode again.
+    case jpegPlanes = "jpeg-planes"
+
+    /// Runs the target on `bytes`.
+    /// - Returns: nil, or what property broke (a finding, as a crash is).
+    public func run(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let array = [UInt8](bytes)
+        switch self {
+        case .jsonl: return Self.jsonLines(array)
+        case .json: _ = try? Manifest.parse(array, fileName: "fuzz.json", folder: "/", type: "json")
+        case .csv: _ = try? Manifest.parse(array, fileName: "fuzz.csv", folder: "/", type: "csv")
+        case .pipeline: _ = try? PipelineSettings.parse(array, file: "fuzz.json", name: "fuzz")
+        case .archive: return Self.archive(array)
+        case .shard: _ = try? ShardInfo.decode(Data(array), path: "shard.json")
+        case .icc: return Self.icc(bytes)
+        case .dates: return Self.dates(array)
+        case .sniff: _ = ImageFormat.sniff(Array(array.prefix(512)))
+        case .jpegPlanes: return Self.jpegPlanes(bytes)
+        }
+        return nil
+    }
+
+    private static func jsonLines(_ bytes: [UInt8]) -> String? {
+        _ = try? Manifest.parse(bytes, fileName: "fuzz.jsonl", folder: "/", type: "jsonl")
+        // Line by line: where the fast path reads a line, the full parser must read the same item.
+        var start = 0
+        var line = 1
+        while start <= bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            let text = Array(bytes[start..<end])
+            if !text.isEmpty, let fast = text.withUnsafeBytes({ FlatJSONLine.scan($0) }) {
+                var viaFast = ManifestBuilder(fileName: "f", folder: "/")
+                var viaFull = ManifestBuilder(fileName: "f", folder: "/")
+                let a = Result { try viaFast.add(fast, line: line) }
+                let b = Result { () throws -> Void in
+                    let value = try JSONParser.parse(text, firstLine: line)
+                    try viaFull.add(json: value, line: line)
+                }
+                switch (a, b) {
+                case (.success, .success):
+                    let x = try? viaFast.checkedItems().0
+                    let y = try? viaFull.checkedItems().0
+                    if x != y { return "line \(line): the fast path and the JSON parser read different items" }
+                case (.failure(let e1), .failure(let e2)):
+                    if "\(e1)" != "\(e2)" { return "line \(line): the two paths fail differently: \(e1) / \(e2)" }
+                default:
+                    return "line \(line): one path takes the line, the other refuses it"
+                }
+            }
+            start = end + 1
+            line += 1
+        }
+        return nil
+    }
+
+    private static func archive(_ bytes: [UInt8]) -> String? {
+        guard let reader = try? KeyedArchiveReader(data: Data(bytes)), let items = try? reader.items() else {
+            return nil
+        }
+        // What reads must write, and read back equal.
+        let folder = NSTemporaryDirectory() + "thumbpipe-fuzz-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/items.archive"
+        defer { unlink(path) }
+        do {
+            let writer = try KeyedArchiveWriter(path: path, className: reader.className, itemCount: items.count)
+            for item in items { try writer.append(item) }
+            try writer.finish()
+        } catch {
+            return nil  // an item the writer refuses (a name too long, say) is not a round trip's to check
+        }
+        guard let again = try? KeyedArchiveReader(path: path).items() else {
+            return "the archive written from what was read cannot be read back"
+        }
+        return again == items ? nil : "the archive written from what was read reads back different items"
+    }
+
+    private static func icc(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard let profile = ICCProfile(bytes) else { return nil }
+        _ = profile.isSRGB
+        _ = ShaperConversion(profile: profile)
+        _ = ShaperConversion(profile: bytes)
+        return nil
+    }
+
+    private static func dates(_ bytes: [UInt8]) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        _ = ISO8601.parseEXIF(lines[0], offset: lines.count > 1 ? lines[1] : nil)
+        guard let date = ISO8601.parse(lines[0]) else { return nil }
+        // Printed as ISO 8601 (milliseconds, UTC) and parsed again: the same instant, to the millisecond.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard date.timeIntervalSince1970.magnitude < 1e11 else { return nil }
+        let printed = formatter.string(from: date)
+        guard let again = ISO8601.parse(printed) else { return "\(printed), printed from \(lines[0]), does not parse" }
+        if abs(again.timeIntervalSince(date)) > 0.001 { return "\(lines[0]) → \(printed) → another instant" }
+        return nil
+    }
+
+    private static func jpegPlanes(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard bytes.count > 1, let size = Self.frameSize(bytes) else { return nil }
+        guard size.width > 0, size.height > 0, size.width * size.height <= 4 << 20 else { return nil }
+        let orientation = Int32(bytes.count % 8) + 1
+        let tap = try? AspectFillScale(width: 16, height: 16).tap(
+            width: size.width, height: size.height, bands: 3, factor: 2, orientation: Int(orientation))
+        var job = CJpegPlanesJob(
+            width: Int32(size.width), height: Int32(size.height), orientation: orientation, quality: 50,
+            optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer)
+        var result = CJpegPlanesResult()
+        var error = [CChar](repeating: 0, count: 256)
+        let status = CJpegPlanes_transcode(
+            bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, &job, &result, &error, error.count)
+        defer { CJpegPlanes_free_buffer(result.jpeg) }
+        guard status == 0, let jpeg = result.jpeg else { return nil }
+        // The store it made is a well-formed baseline JPEG, upright, that decodes again on the planes.
+        let store = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
+        let upright = orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
+        if let problem = StoreCheck.problem(store, width: upright.0, height: upright.1, metadata: false) {
+            return "the plane store \(problem)"
+        }
+        var again = CJpegPlanesJob(
+            width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil)
+        var decoded = CJpegPlanesResult()
+        let status2 = CJpegPlanes_transcode(
+            store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)
+        CJpegPlanes_free_buffer(decoded.jpeg)
+        return status2 == 0 ? nil : "the plane store does not decode: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+    }
+
+    /// The size a JPEG's first frame header gives, or nil.
+    static func frameSize(_ bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        var at = 2
+        guard bytes.count > 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+        while at + 9 < bytes.count {
+            guard bytes[at] == 0xFF else { return nil }
+            let marker = bytes[at + 1]
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
+                return (Int(bytes[at + 7]) << 8 | Int(bytes[at + 8]), Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]))
+            }
+            guard length >= 2 else { return nil }
+            at += 2 + length
+        }
+        return nil
+    }
+}
