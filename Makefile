@@ -132,7 +132,7 @@ fuzz: deps
 # the corpus sweep when THUMBPIPE_CORPUS is set) with AddressSanitizer and UBSan
 # in the C targets and the Swift code; reports go to .build/sanitize-reports.
 SANITIZE_BUILD = .build/sanitize
-SANITIZE_SUITES = PlanePath|Decode|Kernel|Tap|Thumbnail|Colour|Fidelity|Store|Crafted|Fuzz|Encoding|Corpus|Scale
+SANITIZE_SUITES = CBounds|PlanePath|Decode|Kernel|Tap|Thumbnail|Colour|Fidelity|Store|Crafted|Fuzz|Encoding|Corpus|Scale
 test-sanitize: deps
 	@mkdir -p .build/sanitize-reports
 	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address,undefined \

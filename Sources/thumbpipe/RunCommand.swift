@@ -192,6 +192,8 @@ enum RunCommand {
             let statePath = RunState.path(in: output)
             let state =
                 FileManager.default.fileExists(atPath: statePath) ? try RunState(folder: output, readOnly: true) : nil
+            // What the run would refuse, the dry run refuses alike (a reserved key, a file in the way).
+            try OutputGuard.check(manifest: manifest, settings: settings, state: state, outputFolder: output)
             let plan = try IncrementalPlan.make(
                 manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
                 verifyContent: verifyContent, pruneMissing: pruneMissing)
@@ -323,9 +325,12 @@ enum RunCommand {
         }
         let failed = result.failures.count
         let known = result.failures.filter { $0.known == true }.count
-        let rate = Double(total) / max(result.seconds, 1e-9)
+        // The wall time of the whole command (planning, state, archive and report included),
+        // not only the items' part: what a user timing the night sees.
+        let wall = Date().timeIntervalSince(processStarted)
+        let rate = Double(total) / max(wall, 1e-9)
         terminal.diagnostic(
-            "thumbpipe: \(total) items in \(String(format: "%.2f", result.seconds)) s (\(String(format: "%.1f", rate)) items/s): "
+            "thumbpipe: \(total) items in \(String(format: "%.2f", wall)) s (\(String(format: "%.1f", rate)) items/s): "
                 + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed\(known > 0 ? " (\(known) known from earlier runs)" : ""), \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
         )
         // A nightly job asks to hear only of news: failures it has not seen before.
@@ -338,6 +343,10 @@ enum RunCommand {
         terminal: Terminal
     ) throws -> Manifest {
         if input == "-" {
+            if standardInputClosed {
+                throw ThumbpipeError(
+                    .noInput, "standard input is closed: give it a JSONL manifest (thumbpipe run - < items.jsonl)")
+            }
             // Read in chunks, as a file is: a million lines on a pipe are never held whole.
             var manifest = try Manifest.readJSONLines(
                 descriptor: 0, fileName: "stdin", folder: FileManager.default.currentDirectoryPath)

@@ -1,6 +1,24 @@
 import Foundation
 import ThumbpipeCore
 
+/// When this process started, for the wall time a run's summary gives.
+let processStarted = Date()
+
+/// Whether standard input was closed when thumbpipe started (`run - <&-`). Its
+/// descriptor, and those of stdout and stderr, are then held on /dev/null, so no
+/// file thumbpipe opens can take their numbers (and be read or written as them).
+let standardInputClosed: Bool = {
+    let closed = fcntl(0, F_GETFD) < 0
+    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) < 0 {
+        let null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)
+        if null >= 0 && null != fd {
+            dup2(null, fd)
+            close(null)
+        }
+    }
+    return closed
+}()
+
 /// The `thumbpipe` command: a thin front over ThumbpipeCore.
 let usage = """
     thumbpipe \(RunReport.version): turn a photo collection into a Homepwner item archive with
@@ -36,6 +54,7 @@ let usage = """
     """
 
 func main() -> Int32 {
+    _ = standardInputClosed
     var arguments = Array(CommandLine.arguments.dropFirst())
     guard let command = arguments.first else {
         writeAll(2, usage + "\n")

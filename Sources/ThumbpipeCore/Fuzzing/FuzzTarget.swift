@@ -125,11 +125,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         _ = ISO8601.parseEXIF(lines[0], offset: lines.count > 1 ? lines[1] : nil)
         guard let date = ISO8601.parse(lines[0]) else { return nil }
-        // Printed as ISO 8601 (milliseconds, UTC) and parsed again: the same instant, to the millisecond.
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        // Printed by thumbpipe's own ISO 8601 printer (proleptic Gregorian, as the parser;
+        // Foundation's formatter turns Julian before 1582, a harness mistake the first run
+        // found) and parsed again: the same instant, to the millisecond.
         guard date.timeIntervalSince1970.magnitude < 1e11 else { return nil }
-        let printed = formatter.string(from: date)
+        let printed = ISO8601Format.string(date)
         guard let again = ISO8601.parse(printed) else { return "\(printed), printed from \(lines[0]), does not parse" }
         if abs(again.timeIntervalSince(date)) > 0.001 { return "\(lines[0]) → \(printed) → another instant" }
         return nil

@@ -44,6 +44,13 @@ public struct Manifest: Sendable {
         }
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         let mtime = (attributes?[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        // A device, a socket (/dev/null, /dev/tty): not a manifest file, whatever its name.
+        if let info = FileInfo(path: path), info.kind == .other, type.isEmpty || !["jsonl", "ndjson"].contains(type) {
+            throw ThumbpipeError(
+                .noInput,
+                "\(path) is not a manifest file (a device or socket): name a .jsonl, .ndjson, .json or .csv file, a folder of photos, or - for a JSONL manifest on standard input"
+            )
+        }
         var manifest: Manifest
         if type == "jsonl" || type == "ndjson" {
             guard let descriptor = FileDescriptor.open(path, O_RDONLY) else {
@@ -102,7 +109,8 @@ public struct Manifest: Sendable {
                     try lines.feed(raw) { try builder.add(jsonLine: $0, line: $1) }
                 }
                 try lines.finish { try builder.add(jsonLine: $0, line: $1) }
-            case "json": try readJSONArray(bytes, into: &builder)
+            // A UTF-8 byte-order mark (Windows editors write one) opens the file, not the JSON.
+            case "json": try readJSONArray(Array(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]), into: &builder)
             case "csv": try readCSV(bytes, into: &builder)
             default:
                 throw ThumbpipeError(

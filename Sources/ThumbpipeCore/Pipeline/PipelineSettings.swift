@@ -125,6 +125,8 @@ extension PipelineSettings {
     /// - Throws: ``ThumbpipeError`` (65) with the line of a wrong setting.
     public static func parse(_ bytes: [UInt8], file: String, name: String) throws -> PipelineSettings {
         let root: JSONValue
+        // A UTF-8 byte-order mark (Windows editors write one) opens the file, not the JSON.
+        let bytes = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
         do {
             root = try JSONParser.parse(bytes)
         } catch let error as JSONSyntaxError {

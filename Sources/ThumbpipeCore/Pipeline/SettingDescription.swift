@@ -70,11 +70,42 @@ struct SettingValue {
         let text: String
         switch value {
         case .number(let n): text = n
-        case .string(let s): text = s
+        // The command line gives every value as text; a file must write a number as one ("60" is not).
+        case .string(let s) where location == "command line": text = s
         default: throw bad("must be a number, found \(value.typeName)")
         }
-        guard let d = Double(text), d.isFinite else { throw bad("must be a number, found '\(text)'") }
+        // Decimal only, as JSON writes numbers: no 0x10 (which Double reads as 16), inf or nan.
+        guard Self.isDecimal(text), let d = Double(text), d.isFinite else {
+            throw bad("must be a decimal number, found '\(text)'")
+        }
+        // 1e-320 and the like (subnormal): no setting means them.
+        if d != 0 && d.magnitude < Double.leastNormalMagnitude { throw bad("must not be as small as '\(text)'") }
         return d
+    }
+
+    /// Whether `text` is a decimal number as JSON writes one (a leading `+` allowed).
+    static func isDecimal(_ text: String) -> Bool {
+        var bytes = Array(text.utf8)[...]
+        if bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+        func digits() -> Int {
+            var n = 0
+            while let c = bytes.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) {
+                bytes = bytes.dropFirst()
+                n += 1
+            }
+            return n
+        }
+        guard digits() > 0 else { return false }
+        if bytes.first == UInt8(ascii: ".") {
+            bytes = bytes.dropFirst()
+            guard digits() > 0 else { return false }
+        }
+        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            if bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return bytes.isEmpty
     }
 
     /// A whole number in `range`, or an error saying `rule`.

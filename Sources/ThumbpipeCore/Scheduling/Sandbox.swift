@@ -83,7 +83,7 @@ public enum Sandbox {
         let namespaces = CSandbox_namespaces_available(&why, why.count) == 1
         return Support(
             landlockABI: abi > 0 ? Int(abi) : nil, seccomp: CSandbox_seccomp_available() == 1,
-            namespaces: namespaces, namespacesMissing: namespaces ? nil : String(cString: why))
+            namespaces: namespaces, namespacesMissing: namespaces ? nil : String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// What one worker got, as it reports with its first outcome.
@@ -146,7 +146,7 @@ public enum Sandbox {
                 return CSandbox_jail(&jail, &why, why.count)
             }
         }
-        let problems = String(cString: why)
+        let problems = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if !problems.isEmpty { confinement.problems.append(problems) }
         if Worker.Fault.noNamespaces { confinement.problems.append("namespaces: refused by THUMBPIPE_FAULT_NO_NAMESPACES") }
         guard layers >= 0 else {
