@@ -1,6 +1,6 @@
 # thumbpipe: `make demo` runs the sample manifest, `make test` runs the tests.
 # Both install what is missing (libvips from Debian) first. `make install`,
-# `make deb` and `make image` ship it (see the README's Install section).
+# `make deb` and `make image` ship it (see the README's Install section; docs/ has the rest).
 
 SWIFT ?= swift
 OUT ?= out
@@ -19,7 +19,7 @@ ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 
 # The release binary links the Swift runtime and Foundation statically: it needs
-# only Debian's runtime libraries (libvips42, libsqlite3-0 and theirs).
+# only Debian's runtime libraries (libvips42, libsqlite3-0, libseccomp2, libjpeg62-turbo and theirs).
 RELEASE_FLAGS = -c release --static-swift-stdlib
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ThumbpipeCore/Reporting/RunReport.swift)
 REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
@@ -116,7 +116,7 @@ test-slurm: deps
 slurm-run:
 	deploy/slurm/test-slurm.sh
 
-# ---- Fuzzing and sanitizers (see the README's Fuzzing section) -------------
+# ---- Fuzzing and sanitizers (see the README's Fuzzing and sanitizers section) -------------
 
 # Every fuzz target SECONDS seconds under libFuzzer and AddressSanitizer, outside
 # the normal build (its own build folder), one line a target; non-zero on a finding.
@@ -129,13 +129,14 @@ fuzz: deps
 	Fuzz/run.sh $(FUZZ_BUILD)/release/thumbpipe-fuzz $(SECONDS) $(FUZZ_TARGETS)
 
 # The worker-side suites (plane path, decode, kernels, crafted files, fuzz replay,
-# the corpus sweep when THUMBPIPE_CORPUS is set) with AddressSanitizer and UBSan
-# in the C targets and the Swift code; reports go to .build/sanitize-reports.
+# the corpus sweep when THUMBPIPE_CORPUS is set) with AddressSanitizer in the Swift
+# code and AddressSanitizer and UBSan in the C targets (Swift on Linux has no UBSan:
+# its own arithmetic traps on overflow); reports go to .build/sanitize-reports.
 SANITIZE_BUILD = .build/sanitize
-SANITIZE_SUITES = CBounds|PlanePath|Decode|Kernel|Tap|Thumbnail|Colour|Fidelity|Store|Crafted|Fuzz|Encoding|Corpus|Scale
+SANITIZE_SUITES = CBoundsTests|PlanePathTests|PlanePathCorpusTests|DecodeSniffTests|ThumbnailTests|FidelityTests|CorpusFidelityTests|StoreTests|StoreCheckTests|FuzzReplayTests|EncodingTests|ScaleTests|RoundedClipTests|SRGBByNumbersTests|ManifestFuzzTests
 test-sanitize: deps
 	@mkdir -p .build/sanitize-reports
-	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address,undefined \
+	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address \
 	  -Xcc -fsanitize=address,undefined -Xcc -fno-sanitize-recover=undefined
 	THUMBPIPE_SANITIZER_REPORTS=$(CURDIR)/.build/sanitize-reports \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/.build/sanitize-reports/asan \

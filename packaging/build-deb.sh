@@ -26,6 +26,7 @@ DOC=$STAGE/usr/share/doc/thumbpipe
 install -d "$DOC"
 install -m 0644 packaging/copyright "$DOC/copyright"
 gzip -9nc README.md > "$DOC/README.md.gz"
+for doc in GUIDE ENGINE BENCHMARKS; do gzip -9nc "docs/$doc.md" > "$DOC/$doc.md.gz"; done
 gzip -9nc deploy/README.md > "$DOC/deploy.md.gz"
 {
     echo "thumbpipe ($VERSION) unstable; urgency=medium"

@@ -53,7 +53,7 @@ enum RunCommand {
                                     files, and make every item again
           --sandbox MODE            how workers are confined before reading a source:
                                     required, auto (default: what the kernel offers)
-                                    or off (see 'Sandbox' in the README)
+                                    or off (see 'Sandbox' in docs/GUIDE.md)
           --shard K/N               do only the items whose itemKey hashes to shard K of N
                                     (0 ≤ K < N), as a partial output for 'thumbpipe merge'
           --run-id ID               with --shard: the run this part belongs to (e.g. a

@@ -25,7 +25,7 @@ public enum Stage: String, Sendable, CaseIterable, Codable {
 
 extension Stage {
     /// What the stage's time measures, in one sentence: the one definition
-    /// report.html shows beside its tables (and the README's *Profiling* repeats).
+    /// report.html shows beside its tables (and docs/ENGINE.md's *Profiling* repeats).
     public var definition: String {
         switch self {
         case .header:
