@@ -10,12 +10,16 @@ extension RunCommand {
     {
         let counts = plan.counts
         if json {
-            var items: [[String: Any]] = zip(manifest.items, plan.work).map { item, work in
-                [
+            var items: [[String: Any]] = zip(manifest.items.indices, zip(manifest.items, plan.work)).map {
+                position, pair in
+                let (item, work) = pair
+                var entry: [String: Any] = [
                     "itemKey": item.itemKey, "itemName": item.itemName, "source": item.image ?? "", "line": item.line,
                     "class": work.itemClass.rawValue,
                     "thumbnail": work.needsThumbnail, "store": work.needsStore, "reason": work.reason,
                 ]
+                if let old = plan.moves[position], old != item.itemKey { entry["movedFrom"] = old }
+                return entry
             }
             items += plan.removed.map {
                 [
@@ -35,14 +39,34 @@ extension RunCommand {
         }
         if let settingsChange { try printOut(settingsChange.description) }
         try printOut("plan: " + plan.summary)
-        for (item, work) in zip(manifest.items, plan.work) where work.itemClass != .unchanged {
+        for (position, (item, work)) in zip(manifest.items.indices, zip(manifest.items, plan.work))
+        where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
+            // The app knows items by key: a move to a new key names both.
+            let key = plan.moves[position].map { $0 == item.itemKey ? item.itemKey : "\($0) → \(item.itemKey)" } ?? item.itemKey
             try printOut(
-                "  \(work.itemClass.rawValue)\t\(item.itemName)\t\(item.image ?? "(no image)")\t\(item.itemKey)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
+                "  \(work.itemClass.rawValue)\t\(column(item.itemName))\t\(column(item.image ?? "(no image)"))\t\(key)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
             )
         }
         for item in plan.removed {
-            try printOut("  removed\t\(item.itemName)\t\(item.sourcePath)\t\(item.itemKey)\tnot in the manifest")
+            try printOut(
+                "  removed\t\(column(item.itemName))\t\(column(item.sourcePath))\t\(item.itemKey)\tnot in the manifest")
         }
+    }
+
+    /// A name or path as one column of the dry run: tabs, newlines and backslashes escaped
+    /// (`\t`, `\n`, `\\`), other control characters shown as the terminal shows them.
+    static func column(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\\": out += "\\\\"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return Terminal.shown(out)
     }
 }

@@ -300,6 +300,10 @@ enum RunCommand {
         }
         if result.classes.contains(where: { $0.key != .new && $0.value > 0 }) {
             terminal.diagnostic("thumbpipe: \(result.planSummary); \(result.decodedItems) decoded")
+            for move in result.moved.prefix(20) {
+                terminal.diagnostic("  moved: \(Terminal.shown(move.itemName)) \(move.from) → \(move.to)")
+            }
+            if result.moved.count > 20 { terminal.diagnostic("  moved: … and \(result.moved.count - 20) more (see report.json)") }
             if !result.removed.isEmpty {
                 terminal.diagnostic(IncrementalPlan.list(result.removed, limit: 20, prefix: "  removed: "))
             }

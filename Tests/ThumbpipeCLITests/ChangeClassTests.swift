@@ -25,6 +25,31 @@ struct ChangeClassTests {
         return result
     }
 
+    @Test(
+        "A photo moved to a new key names both keys (old → new) in the dry run, the log, the summary and the report; tabs in names are escaped in the dry run's columns"
+    )
+    func movedKeysNamed() throws {
+        let (folder, _) = try photoCollection("moved-keys", [("a.jpg", "Sigma-DP1-small.jpg", "Bike", "k1")])
+        let out = folder + "/out"
+        let first = write(folder, [#"{"itemName": "Bike\tred", "image": "a.jpg", "itemKey": "k1"}"#])
+        #expect(try runThumbpipe(["run", first, "-o", out, "-q"]).status == 0)
+        let moved = write(folder, [#"{"itemName": "Bike\tred", "image": "a.jpg", "itemKey": "k2"}"#])
+        let plan = try runThumbpipe(["run", moved, "-o", out, "--dry-run"])
+        let line = try #require(plan.stdout.split(separator: "\n").first { $0.hasPrefix("  moved") }, "\(plan.stdout)")
+        #expect(line.split(separator: "\t", omittingEmptySubsequences: false).count == 6, "six columns, the name's tab escaped: \(line)")
+        #expect(line.contains("Bike\\tred") && line.contains("k1 → k2"), "\(line)")
+        let night = try runThumbpipe(["run", moved, "-o", out, "--log", folder + "/log.jsonl"])
+        #expect(night.status == 0, "\(night.stderr)")
+        #expect(night.stderr.contains("  moved: ") && night.stderr.contains("k1 → k2"), "\(night.stderr)")
+        let entry = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(try String(contentsOfFile: folder + "/log.jsonl", encoding: .utf8).utf8)) as? [String: Any])
+        #expect(entry["movedFrom"] as? String == "k1" && entry["itemKey"] as? String == "k2", "\(entry)")
+        let report = try readJSONObject(out + "/.thumbpipe/report.json")
+        let items = try #require((report["incremental"] as? [String: Any])?["movedItems"] as? [[String: Any]])
+        #expect(items.first?["from"] as? String == "k1" && items.first?["to"] as? String == "k2", "\(items)")
+    }
+
     @Test("A name edited in the manifest is 'metadata': nothing decoded, the archive has the new name, then unchanged")
     func metadataEdit() throws {
         let (folder, _) = try photoCollection(

@@ -150,6 +150,8 @@ public struct ItemLogEntry: Sendable, Codable {
     public var reason: String
     /// The item's time in this run.
     public var milliseconds: Double
+    /// A moved item's old key, when the photo moved to a new one (the app knows items by key).
+    public var movedFrom: String?
 
     init(_ item: ManifestItem, action: ItemAction, reason: String, milliseconds: Double = 0) {
         itemKey = item.itemKey

@@ -57,12 +57,21 @@ public struct RunReport: Sendable, Codable {
         public var kept = 0
         /// The removed items, by name and last source (at most 1,000).
         public var removedItems: [RemovedItem] = []
+        /// The items whose photo moved to a new key, old key → new (at most 1,000).
+        public var movedItems: [MovedItem] = []
         public var decoded = 0
         public var timeSavedSeconds = 0.0
         /// Items whose archive bytes were copied from the previous archive, not encoded.
         public var archiveItemsCopied: Int?
         /// Those bytes.
         public var archiveBytesCopied: UInt64?
+    }
+
+    /// An item that moved to a new key, as the report lists it.
+    public struct MovedItem: Sendable, Codable, Equatable {
+        public var from: String
+        public var to: String
+        public var itemName: String
     }
 
     /// A removed item as the report lists it.
@@ -144,6 +153,7 @@ public struct RunReport: Sendable, Codable {
             removedItems: result.removed.prefix(1000).map {
                 RemovedItem(itemKey: $0.itemKey, itemName: $0.itemName, source: $0.sourcePath)
             },
+            movedItems: Array(result.moved.prefix(1000)),
             decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds),
             archiveItemsCopied: result.archiveItemsCopied, archiveBytesCopied: result.archiveBytesCopied)
         failures = result.failures

@@ -172,6 +172,10 @@ public final class BatchRunner: Sendable {
             result.classes = plan.counts
             result.changeKinds = plan.changeKinds
             result.removed = plan.removed
+            result.moved = plan.moves.sorted { $0.key < $1.key }.compactMap { position, from in
+                let item = manifest.items[position]
+                return from == item.itemKey ? nil : RunReport.MovedItem(from: from, to: item.itemKey, itemName: item.itemName)
+            }
             result.timeSavedSeconds = plan.savedSeconds
         } else {
             result.classes = [.new: manifest.items.count]

@@ -78,6 +78,19 @@ struct ItemLedger: Sendable {
         item.imagePath != nil && work != nil && work?.itemClass != .new
     }
 
+    /// The key a moved item had (its photo's record), when it moved to a new one.
+    let movedFrom: String?
+
+    /// The item's `--log` line, naming its old key when it moved to a new one.
+    func logEntry(action: ItemAction, reason: String, milliseconds: Double = 0) -> ItemLogEntry {
+        var entry = ItemLogEntry(item, action: action, reason: reason, milliseconds: milliseconds)
+        if let movedFrom, movedFrom != item.itemKey {
+            entry.movedFrom = movedFrom
+            entry.reason = "\(reason) (\(movedFrom) → \(item.itemKey))"
+        }
+        return entry
+    }
+
     init(
         item: ManifestItem, index: Int, work: ItemWork?, previous: ItemRecord?, fingerprints: Fingerprints,
         manifestDate: Date, recordsState: Bool, movedFrom: String? = nil
@@ -89,6 +102,7 @@ struct ItemLedger: Sendable {
         self.fingerprints = fingerprints
         self.manifestDate = manifestDate
         self.recordsState = recordsState
+        self.movedFrom = movedFrom
         guard item.imagePath != nil else {
             if case .thumbnail = item.carried { thumbnail = .keepCarried } else { thumbnail = .none }
             store = .none
@@ -230,8 +244,8 @@ struct ItemLedger: Sendable {
         let finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
         if logs {
-            finished.log = ItemLogEntry(
-                item, action: failure == nil ? ItemAction(work?.itemClass ?? .new) : .failed,
+            finished.log = logEntry(
+                action: failure == nil ? ItemAction(work?.itemClass ?? .new) : .failed,
                 reason: failure?.line ?? work?.reason ?? "new",
                 milliseconds: outcome.map { StageTimings.round($0.spans.totals.values.reduce(0, +) * 1000) } ?? 0)
         }
@@ -323,8 +337,8 @@ struct ItemLedger: Sendable {
             finished.record = record
         }
         if logs {
-            finished.log = ItemLogEntry(
-                item, action: .kept, reason: "source missing since \(ISO8601Format.string(since))")
+            finished.log = logEntry(
+                action: .kept, reason: "source missing since \(ISO8601Format.string(since))")
         }
         return Settlement(finished: finished, deletesStore: false)
     }

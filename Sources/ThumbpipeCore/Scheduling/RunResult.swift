@@ -61,6 +61,8 @@ public struct RunResult: Sendable {
     public var duplicates: [[DuplicateItem]] = []
     /// Where the workers' time went, and what to change (nil when nothing was decoded).
     public var profile: RunProfile?
+    /// The items whose photo moved to a new key (old → new), in manifest order.
+    public var moved: [RunReport.MovedItem] = []
     /// The layers the run's workers reported they ran under (nil when no worker ran, or `--sandbox off`).
     public var sandbox: String?
 }
