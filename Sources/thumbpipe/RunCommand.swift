@@ -280,7 +280,13 @@ enum RunCommand {
         }
         // After the archive is in place, under the run's lock: a part killed before
         // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
-        try shardInfo?.write(in: output)
+        if var info = shardInfo {
+            // Bound to the archive it describes: merge refuses a shard.json beside another part's archive.
+            let archive = output + "/" + settings.archive.fileName
+            info.archiveBytes = FileInfo(path: archive)?.size
+            info.archiveHash = ContentHash.file(archive)
+            try info.write(in: output)
+        }
         try SettingsChange.record(settings, in: state)
         if let log {
             for item in plan.removed { log.write(ItemLogEntry(removed: item)) }

@@ -69,6 +69,51 @@ struct ScaleOutTests {
         #expect(try partReport.counts("incremental")["decoded"] == 0)
     }
 
+    @Test(
+        "merge binds each part's shard.json to its archive and store files: swapped descriptions, a symlinked or replaced store file are refused; a FIFO archive never blocks"
+    )
+    func partsBoundToTheirFiles() throws {
+        let (folder, manifest) = collection()
+        func parts(_ name: String) throws -> [String] {
+            let paths = (0..<2).map { folder + "/\(name)/part-\($0)" }
+            for (k, path) in paths.enumerated() {
+                let result = try runThumbpipe(["run", manifest, "--shard", "\(k)/2", "-o", path, "-q", "--jobs", "1"])
+                #expect(result.status <= 1, "\(result.stderr)")
+            }
+            return paths
+        }
+        // shard.json swapped between the parts: each now names the other's positions.
+        let swapped = try parts("swapped")
+        let a = swapped[0] + "/.thumbpipe/shard.json"
+        let b = swapped[1] + "/.thumbpipe/shard.json"
+        let (da, db) = (try Data(contentsOf: URL(fileURLWithPath: a)), try Data(contentsOf: URL(fileURLWithPath: b)))
+        try db.write(to: URL(fileURLWithPath: a))
+        try da.write(to: URL(fileURLWithPath: b))
+        let merged = try runThumbpipe(["merge"] + swapped + ["-o", folder + "/swapped-out"])
+        #expect(merged.status == 65, "\(merged.stderr)")
+        #expect(merged.stderr.contains("is not the archive its shard.json describes"), "\(merged.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/swapped-out/items.archive"))
+        // A store file that is a symlink, and one replaced by another photo.
+        let good = try parts("stores")
+        let store = try #require(try storeFiles(good[0]).keys.sorted().first)
+        let victim = writeFile(folder, "secret.txt", "not a photo")
+        try FileManager.default.removeItem(atPath: good[0] + "/" + store)
+        try FileManager.default.createSymbolicLink(atPath: good[0] + "/" + store, withDestinationPath: victim)
+        let linked = try runThumbpipe(["merge"] + good + ["-o", folder + "/linked-out"])
+        #expect(linked.status == 65 && linked.stderr.contains("not a regular file"), "\(linked.stderr)")
+        try FileManager.default.removeItem(atPath: good[0] + "/" + store)
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: good[0] + "/" + store)
+        let replaced = try runThumbpipe(["merge"] + good + ["-o", folder + "/replaced-out"])
+        #expect(replaced.status == 65 && replaced.stderr.contains("not the one its part's run wrote"), "\(replaced.stderr)")
+        // A FIFO where an archive should be: refused at once, never waited on.
+        let fifo = folder + "/fifo.archive"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let started = Date()
+        let inspect = try runThumbpipe(["inspect", fifo])
+        #expect(inspect.status != 0 && inspect.stderr.contains("not a regular file"), "\(inspect.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
     @Test("merge refuses bad sets of parts and writes nothing")
     func refusals() throws {
         let (folder, manifest) = collection()

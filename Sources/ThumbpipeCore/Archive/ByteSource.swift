@@ -31,7 +31,8 @@ final class FileBytes: ByteSource {
     private var blocks: [(start: Int, bytes: [UInt8])] = []
 
     init(path: String) throws {
-        guard let fd = FileDescriptor.open(path, O_RDONLY) else {
+        // Never waits: a FIFO put where an archive should be is refused at once, not blocked on.
+        guard let fd = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else {
             throw ThumbpipeError(.noInput, "\(path): cannot open: \(ThumbpipeError.errnoText())")
         }
         descriptor = fd

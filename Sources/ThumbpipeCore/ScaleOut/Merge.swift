@@ -71,7 +71,22 @@ public enum Merge {
                 "shard\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(first.shards)" }.joined(separator: ", ")) missing"
             )
         }
+        for (part, info) in zip(parts, infos) {
+            guard let hash = info.archiveHash else { continue }
+            let archive = part + "/" + first.archiveFileName
+            guard FileInfo(path: archive)?.size == info.archiveBytes, ContentHash.file(archive) == hash else {
+                throw ThumbpipeError(
+                    .dataError,
+                    "\(archive) is not the archive its shard.json describes (size or hash differ): the part was changed or mixed up with another; run that shard again"
+                )
+            }
+        }
         let readers = try parts.map { try KeyedArchiveReader(path: $0 + "/" + first.archiveFileName) }
+        // The store files' hashes each part's state recorded: a store file replaced since is refused.
+        let states = parts.map { part in
+            FileManager.default.fileExists(atPath: RunState.path(in: part))
+                ? try? RunState(folder: part, readOnly: true) : nil
+        }
         for (i, reader) in readers.enumerated() where reader.count != infos[i].positions.count {
             throw ThumbpipeError(
                 .dataError,
@@ -116,12 +131,33 @@ public enum Merge {
                 }
                 let item = try readers[part].validItem(at: cursors[part])
                 cursors[part] += 1
+                // Every key must be its part's: a part's archive and shard.json swapped would merge out of order.
+                let belongs = Shard.of(key: item.itemKey, count: first.shards)
+                guard belongs == infos[part].shard else {
+                    throw ThumbpipeError(
+                        .dataError,
+                        "\(parts[part]): item \(item.itemKey) belongs to shard \(belongs)/\(first.shards), not \(infos[part].shard): its archive and shard.json do not match"
+                    )
+                }
                 let source = parts[part] + "/" + item.itemKey
                 earlierKeys.remove(item.itemKey)
                 if item.thumbnailData != nil {
-                    guard FileManager.default.fileExists(atPath: source) else {
+                    guard let info = FileInfo(path: source, followingLinks: false) else {
                         throw ThumbpipeError(
                             .noInput, "\(source): store file missing from its part; run that shard again")
+                    }
+                    // Never followed: a symlink would publish whatever file it names.
+                    guard info.kind == .regular else {
+                        throw ThumbpipeError(
+                            .dataError, "\(source): the store file is not a regular file (a symlink?); run that shard again")
+                    }
+                    if let record = try states[part]?.record(forKey: item.itemKey), !record.storeHash.isEmpty,
+                        ContentHash.file(source) != record.storeHash
+                    {
+                        throw ThumbpipeError(
+                            .dataError,
+                            "\(source): the store file is not the one its part's run wrote (its hash differs from the state's); run that shard again"
+                        )
                     }
                     if try place(source, at: output + "/" + item.itemKey) {
                         result.linked += 1

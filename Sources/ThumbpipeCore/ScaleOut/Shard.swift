@@ -61,6 +61,10 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     /// The run this part belongs to (`run --run-id`), so that `merge --run-id`
     /// never joins tonight's parts with one left from an earlier night.
     public var runId: String?
+    /// The size and XXH64 of the part's archive, as its run wrote it: what binds this
+    /// description to that archive (nil in descriptions of earlier versions).
+    public var archiveBytes: Int64?
+    public var archiveHash: String?
 
     /// Describes a part.
     public init(
