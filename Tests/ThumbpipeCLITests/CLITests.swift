@@ -175,6 +175,28 @@ struct CLITests {
         #expect(result.status == 73, "\(result.stderr)")
     }
 
+    @Test("One clock per stage: --trace's spans add up to report.json's stage totals, write included")
+    func traceAgreesWithReport() throws {
+        let folder = TestPaths.temporaryFolder("trace-agrees")
+        let lines = ["photos/Nikon-D3100.jpg", "photos/Canon-EOS-1000D.jpg", "photos/Nikon-Coolpix-P7000.webp"].enumerated()
+            .map { #"{"itemName": "P\#($0.offset)", "image": "\#(TestPaths.fixture($0.element))"}"# }
+        let path = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
+        let result = try runThumbpipe(["run", path, "-o", folder + "/out", "-q", "--trace", folder + "/trace.json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let trace = try readJSONObject(folder + "/trace.json")
+        let events = try #require(trace["traceEvents"] as? [[String: Any]])
+        var sums: [String: Double] = [:]
+        for event in events where event["ph"] as? String == "X" {
+            sums[event["name"] as? String ?? "?", default: 0] += (event["dur"] as? Double ?? 0) / 1e6
+        }
+        let stages = try readJSONObject(folder + "/out/.thumbpipe/report.json").object("stages")
+        #expect((sums["write"] ?? 0) > 0, "the parent's writes are in the trace: \(sums)")
+        for (stage, traced) in sums {
+            let reported = try #require((stages[stage] as? [String: Any])?["totalSeconds"] as? Double, "\(stage)")
+            #expect(abs(reported - traced) <= max(0.002, reported * 0.02), "\(stage): report \(reported) s, trace \(traced) s")
+        }
+    }
+
     @Test("A reader that went away (inspect --json | head -1, --dry-run | head) ends it quietly, status 0")
     func brokenPipeIsQuiet() throws {
         let (folder, path) = manifest([#"{"itemName": "A"}"#, #"{"itemName": "B"}"#])
