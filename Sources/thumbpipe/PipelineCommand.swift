@@ -38,7 +38,7 @@ enum PipelineCommand {
             let (settings, origin) = try catalog.resolve(
                 positionals.count == 2 ? positionals[1] : PipelineCatalog.defaultName)
             if !terminal.quiet { terminal.diagnostic("thumbpipe: pipeline '\(settings.name)' from \(origin)") }
-            try writeOut(String(decoding: try settings.pipelineFileJSON(), as: UTF8.self) + "\n")
+            try writeOut(try settings.pipelineFileText() + "\n")
             return 0
         case "list":
             guard positionals.count == 1 else { throw ThumbpipeError(.usage, "pipeline list takes nothing more") }

@@ -141,11 +141,14 @@ struct InstallTests {
         #expect(
             try PipelineSettings.load(path: path)
                 == {
-                    var s = PipelineSettings(); s.name = "homepwner"; return s
+                    // A copy is named by its file, not the pipeline it was shown from.
+                    var s = PipelineSettings(); s.name = "mine"; return s
                 }())
-        for key in ["thumbnail", "store", "archive", "limits"] {
-            #expect(shown.stdout.contains("\"\(key)\""), "every section spelled out")
-        }
+        #expect(!shown.stdout.contains("\"name\""), "\(shown.stdout)")
+        // As the guide shows it: sections and settings in the documented order, `"key": value`.
+        let order = ["\"thumbnail\"", "\"width\"", "\"scale\": 2,", "\"store\"", "\"archive\"", "\"limits\""]
+        let positions = order.map { shown.stdout.range(of: $0)?.lowerBound }
+        #expect(positions.allSatisfy { $0 != nil } && positions.compactMap { $0 } == positions.compactMap { $0 }.sorted(), "\(shown.stdout)")
         let again = try runThumbpipe(["pipeline", "show", path], in: folder)
         #expect(again.stdout == shown.stdout)
         let manifest = writeFile(

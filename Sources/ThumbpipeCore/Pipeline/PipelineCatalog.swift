@@ -102,6 +102,41 @@ public struct PipelineCatalog: Sendable {
 }
 
 extension PipelineSettings {
+    /// The settings as `pipeline show` prints them: a pipeline file with every
+    /// setting spelled out in the documented order (thumbnail, store, archive,
+    /// limits; each section's settings as the user guide lists them), one a line
+    /// as `"key": value`, and no `name` (a copy is named by its file), so that
+    /// editing a value by hand or with sed (`"scale": 3`) does what it says.
+    public func pipelineFileText() throws -> String {
+        guard let object = try JSONSerialization.jsonObject(with: try pipelineFileJSON()) as? [String: Any] else {
+            throw ThumbpipeError(.software, "the settings are not a JSON object")
+        }
+        var sections: [(String, [String])] = []
+        for description in Self.descriptions {
+            let parts = description.key.split(separator: ".", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            if sections.last?.0 != parts[0] { sections.append((parts[0], [])) }
+            sections[sections.count - 1].1.append(parts[1])
+        }
+        func literal(_ value: Any) throws -> String {
+            let data = try JSONSerialization.data(withJSONObject: [value], options: [.withoutEscapingSlashes])
+            // One value inside `[` … `]`: arrays stay on one line, numbers keep JSON's spelling.
+            return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast()).replacingOccurrences(
+                of: ",", with: ", ")
+        }
+        var text = "{\n"
+        for (index, (section, keys)) in sections.enumerated() {
+            let members = object[section] as? [String: Any] ?? [:]
+            text += "  \"\(section)\": {\n"
+            let present = keys.filter { members[$0] != nil }
+            for (k, key) in present.enumerated() {
+                text += "    \"\(key)\": \(try literal(members[key]!))\(k == present.count - 1 ? "" : ",")\n"
+            }
+            text += "  }\(index == sections.count - 1 ? "" : ",")\n"
+        }
+        return text + "}"
+    }
+
     /// The settings as a pipeline file: every setting spelled out, keys sorted, so
     /// that a copy is a complete starting point for one's own pipeline.
     public func pipelineFileJSON() throws -> Data {
