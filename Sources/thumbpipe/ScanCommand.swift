@@ -61,6 +61,9 @@ enum ScanCommand {
             }
             let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
             try target.write(Data(text.utf8))
+            if target.kind == .file {
+                try FolderScan.Seen.write(Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
+            }
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }
@@ -85,7 +88,13 @@ enum ScanCommand {
         }
         let manifest = try Manifest.read(path: path)
         let named = Set(manifest.items.compactMap { $0.imagePath.map { FolderScan.absolute($0) } })
-        let added = result.entries.filter { !named.contains(FolderScan.absolute($0.path)) }
+        // A photo this manifest named once and no longer does: the user deleted its line; it stays out.
+        let seen = FolderScan.Seen.read(for: path)
+        let names = FolderScan.Seen.names(result.entries, manifest: path)
+        let fresh = zip(result.entries, names).filter { !named.contains(FolderScan.absolute($0.0.path)) }
+        let added = fresh.filter { !seen.contains($0.1) }.map(\.0)
+        let excluded = fresh.count - added.count
+        let namedNow = Set(manifest.items.compactMap { $0.image })
         let gone = manifest.items.filter { item in item.imagePath.map { FileInfo(path: $0) == nil } ?? false }
         var text = try Data(contentsOf: URL(fileURLWithPath: path))
         if !added.isEmpty {
@@ -94,6 +103,13 @@ enum ScanCommand {
             text.append(Data(FolderScan.jsonLines(added, relativeTo: base.isEmpty ? "." : base).utf8))
             // Written as every -o FILE is: atomically, a symlink followed to the file it names.
             try OutputTarget.resolve(path, for: "--update", protecting: ProtectedPaths()).write(text)
+        }
+        try FolderScan.Seen.write(
+            seen.union(namedNow).union(FolderScan.Seen.names(added, manifest: path)), for: path)
+        if excluded > 0 {
+            terminal.diagnostic(
+                "thumbpipe: \(path): \(excluded) photos left out: their lines were deleted from it (\(FolderScan.Seen.path(for: path)) remembers them; remove their names there to add them again)"
+            )
         }
         for item in gone.prefix(20) {
             terminal.warning("\(path):\(item.line): \(item.image ?? "") (\(item.itemName)) is gone; its line is kept")

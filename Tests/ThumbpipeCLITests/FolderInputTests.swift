@@ -181,6 +181,13 @@ struct ScanUpdateTests {
         let unchanged = try String(contentsOfFile: manifest, encoding: .utf8)
         #expect(again.status == 0 && unchanged == after)
         #expect(try runThumbpipe(["scan", photos, "--update", manifest, "-o", folder + "/x.jsonl"]).status == 64)
+        // A line the user deletes stays deleted: the photo is still there, but not added back.
+        let kept = after.split(separator: "\n").filter { !$0.contains("photos/a.jpg") }.joined(separator: "\n") + "\n"
+        try Data(kept.utf8).write(to: URL(fileURLWithPath: manifest))
+        let excluded = try runThumbpipe(["scan", photos, "--update", manifest])
+        #expect(excluded.status == 0 && excluded.stderr.contains("1 photos left out: their lines were deleted"), "\(excluded.stderr)")
+        #expect(try String(contentsOfFile: manifest, encoding: .utf8) == kept, "photos/a.jpg is not back")
+        #expect(try String(contentsOfFile: manifest + ".seen", encoding: .utf8).contains(#""photos/a.jpg""#))
     }
 
     @Test("Byte-identical photos are flagged by scan and by the run's summary and report")

@@ -228,6 +228,36 @@ public enum FolderScan {
         return (result, added)
     }
 
+    /// The photos a manifest made by `scan` has ever named, kept beside it
+    /// (`items.jsonl.seen`, one JSON string a line, paths as the manifest writes them):
+    /// what `scan --update` leaves out, so a line the user deleted stays deleted.
+    public enum Seen {
+        /// The file beside `manifest`.
+        public static func path(for manifest: String) -> String { manifest + ".seen" }
+
+        /// The paths recorded for `manifest` (empty when it has no such file).
+        public static func read(for manifest: String) -> Set<String> {
+            guard let data = FileDescriptor.contents(ofRegularFile: path(for: manifest), limit: 1 << 30) else { return [] }
+            var seen = Set<String>()
+            for line in data.split(separator: UInt8(ascii: "\n")) {
+                if case .string(let text)? = try? JSONParser.parse(Array(line)) { seen.insert(text) }
+            }
+            return seen
+        }
+
+        /// Records `paths` for `manifest` (atomically).
+        public static func write(_ paths: Set<String>, for manifest: String) throws {
+            let text = paths.sorted().map { JSONText.quote($0) + "\n" }.joined()
+            try TemporaryFile.write(Data(text.utf8), to: path(for: manifest))
+        }
+
+        /// A scan's entries as `manifest` names them (relative to its folder).
+        public static func names(_ entries: [Entry], manifest: String) -> [String] {
+            let folder = absolute(URL(fileURLWithPath: manifest).deletingLastPathComponent().path)
+            return entries.map { relativePath(from: folder, to: $0.path) }
+        }
+    }
+
     /// The manifest `run DIR` runs: the same items, keys and fields as `scan DIR` then `run`.
     public static func manifest(_ result: Result, name: String) -> Manifest {
         let items = result.entries.enumerated().map { index, entry in
