@@ -378,4 +378,16 @@ struct SandboxTests {
         #expect(!stderr.contains("timed out"), "\(stderr)")
         #expect(FileManager.default.fileExists(atPath: folder + "/out/items.archive"))
     }
+
+    @Test("What a worker prints reaches the user's stderr relayed: prefixed, escapes shown as text, at most 64 KiB")
+    func workerOutputRelayed() throws {
+        let (folder, manifest) = try photoCollection("noisy", [("noisy.jpg", "Sigma-DP1-small.jpg", "N", nil)])
+        let result = try runThumbpipe(
+            ["run", manifest, "-o", folder + "/out", "-q"], environment: ["THUMBPIPE_FAULT": "noisy:noisy.jpg"])
+        #expect(result.status == 0, "the item itself is fine: \(result.stderr.suffix(300))")
+        #expect(!result.stderr.contains("\u{1B}"), "no raw escape reaches the terminal")
+        #expect(result.stderr.contains("thumbpipe: worker ") && result.stderr.contains("\\x1b]0;owned"))
+        #expect(result.stderr.utf8.count < 80 << 10, "bounded: \(result.stderr.utf8.count) bytes")
+        #expect(result.stderr.contains("more bytes of its output not shown"))
+    }
 }

@@ -89,9 +89,10 @@ final class WorkerProcess: Sendable {
                     dropped += line.count
                     return
                 }
-                shown += line.count
-                let text = FileInfo.escaped(line)
-                FileHandle.standardError.write(Data("thumbpipe: worker \(pid): \(text)\n".utf8))
+                // Counted as shown (escaped, prefixed): what reaches the terminal is what is bounded.
+                let shownLine = "thumbpipe: worker \(pid): \(FileInfo.escaped(line))\n"
+                shown += shownLine.utf8.count
+                FileHandle.standardError.write(Data(shownLine.utf8))
             }
             while true {
                 let n = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }

@@ -6,8 +6,8 @@ extension Worker {
     /// `THUMBPIPE_FAULT=KIND:TEXT[,KIND:TEXT…]` acts on sources whose path
     /// contains TEXT:
     ///
-    /// - `crash` raises SIGSEGV, `hang` sleeps forever, `pause` sleeps 2 s, when
-    ///   about to read the source;
+    /// - `crash` raises SIGSEGV, `hang` sleeps forever, `pause` sleeps 2 s, `noisy`
+    ///   prints 1 MB with terminal escapes to its stdout and stderr, when about to read the source;
     /// - `hostile` (or `escape`) acts as an exploited decoder would, from inside
     ///   the confined worker (``CSandbox_hostile``), against the targets named by
     ///   `THUMBPIPE_FAULT_VICTIM`, `_SECRET`, `_PID`, `_UDP`, `_UNIX`, `_ABSTRACT`;
@@ -19,7 +19,7 @@ extension Worker {
     /// folder stays writable in the sandbox), so a test knows the moment.
     struct Fault {
         enum Kind: String {
-            case crash, hang, pause, escape, hostile, unsealed
+            case crash, hang, pause, escape, hostile, unsealed, noisy
             case badThumbnail = "bad-thumbnail"
             case badStore = "bad-store"
             case falseHash = "false-hash"
@@ -76,6 +76,12 @@ extension Worker {
                 while true { sleep(1000) }
             case .pause:
                 usleep(2_000_000)
+            case .noisy:
+                // What a compromised decoder could print: escapes that retitle or clear a terminal.
+                let line = Array("\u{1B}]0;owned\u{07}\u{1B}[2Jthumbpipe-noisy\r\n".utf8)
+                for fd: Int32 in [1, 2] {
+                    for _ in 0..<(1 << 20) / line.count / 2 { _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+                }
             default:
                 break
             }
