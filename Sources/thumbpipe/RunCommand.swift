@@ -158,9 +158,10 @@ enum RunCommand {
             throw ThumbpipeError(.usage, error.message)
         }
 
+        var scanned: FolderScan.Result? = nil
         let fullManifest = try loadManifest(
             positionals[0], recursive: recursive, extensions: extensions, settings: settings, output: output,
-            terminal: terminal)
+            terminal: terminal, scanned: &scanned)
         for warning in fullManifest.warnings { terminal.warning(warning) }
         var manifest = fullManifest
         var shardInfo: ShardInfo? = nil
@@ -267,6 +268,7 @@ enum RunCommand {
             var report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             report.sandbox = result.sandbox ?? Sandbox.describe(sandbox, support: support)
+            report.leftOut = scanned.map(RunReport.LeftOut.init)
             let json = try report.write(outputFolder: output)
             let written = report
             if !noHTML {
@@ -350,7 +352,7 @@ enum RunCommand {
     /// The manifest `run` was given: a file, a folder of photos, or `-` for standard input.
     static func loadManifest(
         _ input: String, recursive: Bool, extensions: Set<String>?, settings: PipelineSettings, output: String,
-        terminal: Terminal
+        terminal: Terminal, scanned: inout FolderScan.Result?
     ) throws -> Manifest {
         if input == "-" {
             if standardInputClosed {
@@ -366,16 +368,17 @@ enum RunCommand {
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
-            let scanned = try FolderScan.scan(
+            let found = try FolderScan.scan(
                 [input], recursive: recursive, extensions: extensions, formats: settings.limits.formats)
             try FolderScan.checkRunInput(
-                input, result: scanned, recursive: recursive, output: output,
+                input, result: found, recursive: recursive, output: output,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
-            if let skipped = scanned.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
+            if let skipped = found.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
+            scanned = found
             let state =
                 FileManager.default.fileExists(atPath: RunState.path(in: output))
                 ? try RunState(folder: output, readOnly: true) : nil
-            let (result, _) = try FolderScan.keepingVanishedFolders(scanned, root: input, state: state)
+            let (result, _) = try FolderScan.keepingVanishedFolders(found, root: input, state: state)
             return FolderScan.manifest(result, name: input)
         }
         if ArchiveInput.isArchive(input) {

@@ -67,6 +67,16 @@ enum ScanCommand {
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
         }
+        // Named, not only counted: a JPEG libvips could read with warnings may be among them.
+        for file in result.skippedFiles.prefix(20) {
+            terminal.diagnostic("thumbpipe: skipped \(Terminal.shown(file.path)): \(file.kind)")
+        }
+        if result.skipped - result.badNames.count > 20 {
+            terminal.diagnostic("thumbpipe: … and \(result.skipped - result.badNames.count - 20) more skipped")
+        }
+        for name in result.badNames.prefix(20) {
+            terminal.diagnostic("thumbpipe: skipped \(name): its name is not UTF-8; rename it (as UTF-8) to have it read")
+        }
         let duplicates = FolderScan.duplicates(result.entries)
         if !duplicates.isEmpty {
             terminal.warning(

@@ -63,6 +63,28 @@ struct FolderInputTests {
         #expect(try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")["removed"] == 1)
     }
 
+    @Test("What a migration left out is in report.json and report.html, and scan names the files it skipped")
+    func leftOutReported() throws {
+        let folder = TestPaths.temporaryFolder("left-out")
+        let photos = folder + "/photos"
+        for sub in ["", "/sub", "/.hidden"] {
+            try FileManager.default.createDirectory(atPath: photos + sub, withIntermediateDirectories: true)
+        }
+        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: photos + "/a.jpg")
+        _ = writeFile(photos, "notes.txt", "not a photo")
+        try FileManager.default.createSymbolicLink(atPath: photos + "/linked", withDestinationPath: folder)
+        let scan = try runThumbpipe(["scan", photos, "-o", folder + "/m.jsonl"])
+        #expect(scan.stderr.contains("skipped notes.txt: text file"), "\(scan.stderr)")
+        let run = try runThumbpipe(["run", photos, "-o", folder + "/out", "-q"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let left = try readJSONObject(folder + "/out/.thumbpipe/report.json").object("leftOut")
+        #expect(left["hidden"] as? Int == 1 && left["symlinkedFolders"] as? Int == 1 && left["subfolders"] as? Int == 1, "\(left)")
+        let files = try #require(left["skippedFiles"] as? [[String: Any]])
+        #expect(files.first?["path"] as? String == "notes.txt", "\(files)")
+        let html = try String(contentsOfFile: folder + "/out/.thumbpipe/report.html", encoding: .utf8)
+        #expect(html.contains("id=\"left-out\"") && html.contains("notes.txt") && html.contains("add -r"))
+    }
+
     @Test("scan and run DIR keep what limits.formats takes and say what they skipped, by kind")
     func skippedByKind() throws {
         let folder = try mixedFolder()

@@ -37,6 +37,22 @@ public enum FolderScan {
         public var skippedKinds: [String: Int] = [:]
         /// Files skipped because their names are not valid UTF-8, escaped (`caf\xe9.jpg`).
         public var badNames: [String] = []
+        /// The first ``listedLimit`` skipped files, by relative path, each with what it is.
+        public var skippedFiles: [(path: String, kind: String)] = []
+        /// Hidden files and folders (names starting with a dot), not looked into.
+        public var hidden = 0
+        /// Folders behind symlinks, not followed.
+        public var symlinkedFolders = 0
+        /// Sub-folders left out for want of `-r`.
+        public var subfolders = 0
+
+        /// How many skipped files are named one by one (the rest counted).
+        public static let listedLimit = 200
+
+        mutating func skip(_ path: String, _ kind: String) {
+            skippedKinds[kind, default: 0] += 1
+            if skippedFiles.count < Self.listedLimit { skippedFiles.append((path, kind)) }
+        }
 
         /// How many files were skipped.
         public var skipped: Int { skippedKinds.values.reduce(0, +) + badNames.count }
@@ -82,6 +98,7 @@ public enum FolderScan {
                     throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(ThumbpipeError.errnoText())")
                 }
                 var names: [String] = []
+                result.hidden += listed.filter { $0.bytes.first == 0x2E }.count
                 for entry in listed where entry.bytes.first != 0x2E {
                     if let text = entry.text {
                         names.append(text)
@@ -96,13 +113,16 @@ public enum FolderScan {
                     let childRelative = relative.isEmpty ? name : relative + "/" + name
                     guard let info = FileInfo(path: path, followingLinks: false) else { continue }
                     if info.kind == .directory {
-                        if recursive { pending.append(childRelative) }
+                        if recursive { pending.append(childRelative) } else { result.subfolders += 1 }
                         continue
                     }
                     // A symlink counts when it points at a regular file; folders behind links are not followed.
                     var file = info
                     if info.kind == .symlink {
-                        guard let target = FileInfo(path: path), target.kind == .regular else { continue }
+                        guard let target = FileInfo(path: path), target.kind == .regular else {
+                            if FileInfo(path: path)?.kind == .directory { result.symlinkedFolders += 1 }
+                            continue
+                        }
                         file = target
                     } else if info.kind != .regular {
                         continue
@@ -113,11 +133,11 @@ public enum FolderScan {
                     }
                     let head = Decode.head(path)
                     guard let format = ImageFormat.sniff(head) else {
-                        result.skippedKinds[ImageFormat.describeOther(head), default: 0] += 1
+                        result.skip(prefix + childRelative, ImageFormat.describeOther(head))
                         continue
                     }
                     guard formats.contains(format) else {
-                        result.skippedKinds["\(format.displayName) not in --formats", default: 0] += 1
+                        result.skip(prefix + childRelative, "\(format.displayName) not in --formats")
                         continue
                     }
                     entries.append(Entry(relativePath: prefix + childRelative, path: path, size: file.size))

@@ -45,6 +45,7 @@ public enum HTMLReport {
         html += failures(report)
         html += warnings(report)
         html += incremental(report)
+        html += leftOut(report)
         html += datesFromFileTime(report)
         html +=
             "<p class=\"muted\">thumbpipe \(e(report.thumbpipeVersion)) · this page is self-contained: it loads nothing.</p>\n</body></html>\n"
@@ -265,6 +266,36 @@ public enum HTMLReport {
         table(
             id: "warnings", title: "Warnings", rowClass: "warning", columns: ["line", "key", "source", "messages"],
             rows: r.warnings.map { ["\($0.line)", $0.itemKey, $0.source, $0.messages.joined(separator: "; ")] })
+    }
+
+    /// What a folder run's scan left out, and what to do about each.
+    static func leftOut(_ r: RunReport) -> String {
+        guard let l = r.leftOut, !l.isEmpty else { return "" }
+        var facts: [String] = []
+        let skipped = l.skipped.values.reduce(0, +)
+        if skipped > 0 {
+            let kinds = l.skipped.sorted { $0.value > $1.value }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            facts.append("<div><b>files skipped</b>\(skipped): \(e(kinds))</div>")
+        }
+        if !l.namesNotUTF8.isEmpty {
+            facts.append("<div><b>names not UTF-8 (rename them to have them read)</b>\(l.namesNotUTF8.count)</div>")
+        }
+        if l.hidden > 0 { facts.append("<div><b>hidden files and folders (never scanned)</b>\(l.hidden)</div>") }
+        if l.symlinkedFolders > 0 {
+            facts.append("<div><b>folders behind symlinks (not followed: name them to scan them)</b>\(l.symlinkedFolders)</div>")
+        }
+        if l.subfolders > 0 { facts.append("<div><b>sub-folders (add -r to scan them)</b>\(l.subfolders)</div>") }
+        var html = "<section id=\"left-out\"><h2>Left out of the scan</h2><div class=\"facts\">"
+        html += facts.joined() + "</div>"
+        let rows = l.skippedFiles.map { ["", $0.path, $0.kind] } + l.namesNotUTF8.map { ["", $0, "name not UTF-8"] }
+        if !rows.isEmpty {
+            html += "<table><tr><th>#</th><th>file</th><th>why</th></tr>"
+            for (i, row) in rows.prefix(tableRows).enumerated() {
+                html += "<tr><td class=n>\(i + 1)</td><td>\(e(row[1]))</td><td>\(e(row[2]))</td></tr>"
+            }
+            html += "</table>"
+        }
+        return html + "</section>\n"
     }
 
     /// A section with a table of at most ``tableRows`` rows (the first column is a number).

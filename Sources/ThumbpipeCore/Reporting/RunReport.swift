@@ -74,6 +74,42 @@ public struct RunReport: Sendable, Codable {
         public var itemName: String
     }
 
+    /// What a folder run's scan left out (`run DIR`): a migration's loose ends.
+    public struct LeftOut: Sendable, Codable, Equatable {
+        /// Files skipped, by what they are (`MP4 video`, `PDF not in --formats`, `file of unknown type`…).
+        public var skipped: [String: Int] = [:]
+        /// The first of them by name, each with what it is.
+        public var skippedFiles: [SkippedFile] = []
+        /// Files whose names are not valid UTF-8, escaped: rename them (as UTF-8) to have them read.
+        public var namesNotUTF8: [String] = []
+        /// Hidden files and folders (names starting with a dot): never scanned.
+        public var hidden = 0
+        /// Folders behind symlinks: never followed (name the folder itself to scan it).
+        public var symlinkedFolders = 0
+        /// Sub-folders left out for want of `-r`.
+        public var subfolders = 0
+
+        public struct SkippedFile: Sendable, Codable, Equatable {
+            public var path: String
+            public var kind: String
+        }
+
+        /// Whether nothing was left out.
+        public var isEmpty: Bool {
+            skipped.isEmpty && namesNotUTF8.isEmpty && hidden == 0 && symlinkedFolders == 0 && subfolders == 0
+        }
+
+        /// From a scan.
+        public init(_ scan: FolderScan.Result) {
+            skipped = scan.skippedKinds
+            skippedFiles = scan.skippedFiles.map { SkippedFile(path: $0.path, kind: $0.kind) }
+            namesNotUTF8 = scan.badNames
+            hidden = scan.hidden
+            symlinkedFolders = scan.symlinkedFolders
+            subfolders = scan.subfolders
+        }
+    }
+
     /// A removed item as the report lists it.
     public struct RemovedItem: Sendable, Codable {
         public var itemKey: String
@@ -82,6 +118,8 @@ public struct RunReport: Sendable, Codable {
     }
 
     public var thumbpipeVersion = RunReport.version
+    /// What the folder run's scan left out (nil for a manifest run).
+    public var leftOut: LeftOut?
     /// How the run's workers were confined (``Sandbox``), e.g. `Landlock ABI 7 (files, TCP) and seccomp`.
     public var sandbox: String?
     public var manifest: String?
