@@ -43,7 +43,9 @@ extension RunCommand {
         where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
             // The app knows items by key: a move to a new key names both.
-            let key = plan.moves[position].map { $0 == item.itemKey ? item.itemKey : "\($0) → \(item.itemKey)" } ?? item.itemKey
+            let key =
+                plan.moves[position].map { $0 == item.itemKey ? item.itemKey : "\($0) → \(item.itemKey)" }
+                ?? item.itemKey
             try printOut(
                 "  \(work.itemClass.rawValue)\t\(column(item.itemName))\t\(column(item.image ?? "(no image)"))\t\(key)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
             )

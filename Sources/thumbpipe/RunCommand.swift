@@ -311,7 +311,9 @@ enum RunCommand {
             for move in result.moved.prefix(20) {
                 terminal.diagnostic("  moved: \(Terminal.shown(move.itemName)) \(move.from) → \(move.to)")
             }
-            if result.moved.count > 20 { terminal.diagnostic("  moved: … and \(result.moved.count - 20) more (see report.json)") }
+            if result.moved.count > 20 {
+                terminal.diagnostic("  moved: … and \(result.moved.count - 20) more (see report.json)")
+            }
             if !result.removed.isEmpty {
                 terminal.diagnostic(IncrementalPlan.list(result.removed, limit: 20, prefix: "  removed: "))
             }

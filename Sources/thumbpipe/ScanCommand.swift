@@ -62,7 +62,8 @@ enum ScanCommand {
             let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
             try target.write(Data(text.utf8))
             if target.kind == .file {
-                try FolderScan.Seen.write(Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
+                try FolderScan.Seen.write(
+                    Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
             }
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
@@ -75,7 +76,8 @@ enum ScanCommand {
             terminal.diagnostic("thumbpipe: … and \(result.skipped - result.badNames.count - 20) more skipped")
         }
         for name in result.badNames.prefix(20) {
-            terminal.diagnostic("thumbpipe: skipped \(name): its name is not UTF-8; rename it (as UTF-8) to have it read")
+            terminal.diagnostic(
+                "thumbpipe: skipped \(name): its name is not UTF-8; rename it (as UTF-8) to have it read")
         }
         let duplicates = FolderScan.duplicates(result.entries)
         if !duplicates.isEmpty {

@@ -88,9 +88,10 @@ func main() -> Int32 {
     } catch let error as ThumbpipeError {
         // A message of several lines (one item a line, as the --max-removed refusal
         // lists them) is shown line by line, each escaped on its own.
-        terminal.error(error.message.split(separator: "\n", omittingEmptySubsequences: false).map {
-            Terminal.shown(String($0))
-        }.joined(separator: "\n"))
+        terminal.error(
+            error.message.split(separator: "\n", omittingEmptySubsequences: false).map {
+                Terminal.shown(String($0))
+            }.joined(separator: "\n"))
         return error.exitStatus
     } catch let error as RunCancelled {
         terminal.diagnostic("thumbpipe: stopped by signal \(error.signal); nothing partial was written")

@@ -178,7 +178,8 @@ struct CLITests {
     @Test("One clock per stage: --trace's spans add up to report.json's stage totals, write included")
     func traceAgreesWithReport() throws {
         let folder = TestPaths.temporaryFolder("trace-agrees")
-        let lines = ["photos/Nikon-D3100.jpg", "photos/Canon-EOS-1000D.jpg", "photos/Nikon-Coolpix-P7000.webp"].enumerated()
+        let lines = ["photos/Nikon-D3100.jpg", "photos/Canon-EOS-1000D.jpg", "photos/Nikon-Coolpix-P7000.webp"]
+            .enumerated()
             .map { #"{"itemName": "P\#($0.offset)", "image": "\#(TestPaths.fixture($0.element))"}"# }
         let path = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
         let result = try runThumbpipe(["run", path, "-o", folder + "/out", "-q", "--trace", folder + "/trace.json"])
@@ -193,7 +194,9 @@ struct CLITests {
         #expect((sums["write"] ?? 0) > 0, "the parent's writes are in the trace: \(sums)")
         for (stage, traced) in sums {
             let reported = try #require((stages[stage] as? [String: Any])?["totalSeconds"] as? Double, "\(stage)")
-            #expect(abs(reported - traced) <= max(0.002, reported * 0.02), "\(stage): report \(reported) s, trace \(traced) s")
+            #expect(
+                abs(reported - traced) <= max(0.002, reported * 0.02),
+                "\(stage): report \(reported) s, trace \(traced) s")
         }
     }
 

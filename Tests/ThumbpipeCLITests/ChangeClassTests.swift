@@ -36,7 +36,9 @@ struct ChangeClassTests {
         let moved = write(folder, [#"{"itemName": "Bike\tred", "image": "a.jpg", "itemKey": "k2"}"#])
         let plan = try runThumbpipe(["run", moved, "-o", out, "--dry-run"])
         let line = try #require(plan.stdout.split(separator: "\n").first { $0.hasPrefix("  moved") }, "\(plan.stdout)")
-        #expect(line.split(separator: "\t", omittingEmptySubsequences: false).count == 6, "six columns, the name's tab escaped: \(line)")
+        #expect(
+            line.split(separator: "\t", omittingEmptySubsequences: false).count == 6,
+            "six columns, the name's tab escaped: \(line)")
         #expect(line.contains("Bike\\tred") && line.contains("k1 → k2"), "\(line)")
         let night = try runThumbpipe(["run", moved, "-o", out, "--log", folder + "/log.jsonl"])
         #expect(night.status == 0, "\(night.stderr)")

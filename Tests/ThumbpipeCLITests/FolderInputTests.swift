@@ -31,10 +31,14 @@ struct FolderInputTests {
     func vanishedSubfolderIsKept() throws {
         let folder = TestPaths.temporaryFolder("vanished")
         let photos = folder + "/photos"
-        for (sub, names) in [("batch-01", ["Nikon-D3100.jpg", "Sigma-DP1-small.jpg"]), ("batch-09", ["Canon-EOS-5D.jpg", "Oppo-R7-Plus-small.jpg"])] {
+        for (sub, names) in [
+            ("batch-01", ["Nikon-D3100.jpg", "Sigma-DP1-small.jpg"]),
+            ("batch-09", ["Canon-EOS-5D.jpg", "Oppo-R7-Plus-small.jpg"]),
+        ] {
             try FileManager.default.createDirectory(atPath: photos + "/" + sub, withIntermediateDirectories: true)
             for name in names {
-                try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/" + name), toPath: photos + "/\(sub)/\(name)")
+                try FileManager.default.copyItem(
+                    atPath: TestPaths.fixture("photos/" + name), toPath: photos + "/\(sub)/\(name)")
             }
         }
         let out = folder + "/out"
@@ -48,7 +52,9 @@ struct FolderInputTests {
         #expect(away.stderr.contains("source missing"), "\(away.stderr)")
         let incremental = try readJSONObject(out + "/.thumbpipe/report.json").counts("incremental")
         #expect(incremental["kept"] == 2 && incremental["removed"] == 0, "\(incremental)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") }.sorted() == stores.sorted())
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out).filter { !$0.hasPrefix(".") }.sorted()
+                == stores.sorted())
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/items.archive")) == archive, "the same archive")
         // Back: nothing decoded, the archive as it was.
         try FileManager.default.moveItem(atPath: folder + "/elsewhere", toPath: photos + "/batch-09")
@@ -70,7 +76,8 @@ struct FolderInputTests {
         for sub in ["", "/sub", "/.hidden"] {
             try FileManager.default.createDirectory(atPath: photos + sub, withIntermediateDirectories: true)
         }
-        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: photos + "/a.jpg")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: photos + "/a.jpg")
         _ = writeFile(photos, "notes.txt", "not a photo")
         try FileManager.default.createSymbolicLink(atPath: photos + "/linked", withDestinationPath: folder)
         let scan = try runThumbpipe(["scan", photos, "-o", folder + "/m.jsonl"])
@@ -78,7 +85,9 @@ struct FolderInputTests {
         let run = try runThumbpipe(["run", photos, "-o", folder + "/out", "-q"])
         #expect(run.status == 0, "\(run.stderr)")
         let left = try readJSONObject(folder + "/out/.thumbpipe/report.json").object("leftOut")
-        #expect(left["hidden"] as? Int == 1 && left["symlinkedFolders"] as? Int == 1 && left["subfolders"] as? Int == 1, "\(left)")
+        #expect(
+            left["hidden"] as? Int == 1 && left["symlinkedFolders"] as? Int == 1 && left["subfolders"] as? Int == 1,
+            "\(left)")
         let files = try #require(left["skippedFiles"] as? [[String: Any]])
         #expect(files.first?["path"] as? String == "notes.txt", "\(files)")
         let html = try String(contentsOfFile: folder + "/out/.thumbpipe/report.html", encoding: .utf8)
@@ -207,7 +216,9 @@ struct ScanUpdateTests {
         let kept = after.split(separator: "\n").filter { !$0.contains("photos/a.jpg") }.joined(separator: "\n") + "\n"
         try Data(kept.utf8).write(to: URL(fileURLWithPath: manifest))
         let excluded = try runThumbpipe(["scan", photos, "--update", manifest])
-        #expect(excluded.status == 0 && excluded.stderr.contains("1 photos left out: their lines were deleted"), "\(excluded.stderr)")
+        #expect(
+            excluded.status == 0 && excluded.stderr.contains("1 photos left out: their lines were deleted"),
+            "\(excluded.stderr)")
         #expect(try String(contentsOfFile: manifest, encoding: .utf8) == kept, "photos/a.jpg is not back")
         #expect(try String(contentsOfFile: manifest + ".seen", encoding: .utf8).contains(#""photos/a.jpg""#))
     }

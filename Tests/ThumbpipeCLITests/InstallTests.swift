@@ -148,7 +148,9 @@ struct InstallTests {
         // As the guide shows it: sections and settings in the documented order, `"key": value`.
         let order = ["\"thumbnail\"", "\"width\"", "\"scale\": 2,", "\"store\"", "\"archive\"", "\"limits\""]
         let positions = order.map { shown.stdout.range(of: $0)?.lowerBound }
-        #expect(positions.allSatisfy { $0 != nil } && positions.compactMap { $0 } == positions.compactMap { $0 }.sorted(), "\(shown.stdout)")
+        #expect(
+            positions.allSatisfy { $0 != nil } && positions.compactMap { $0 } == positions.compactMap { $0 }.sorted(),
+            "\(shown.stdout)")
         let again = try runThumbpipe(["pipeline", "show", path], in: folder)
         #expect(again.stdout == shown.stdout)
         let manifest = writeFile(

@@ -29,7 +29,8 @@ struct LeftoversTests {
         let refused = try runThumbpipe(["pipeline", "show", quoted])
         #expect(refused.status == 65 && refused.stderr.contains("thumbnail.width must be a number, found a string"))
         let bom = folder + "/bom.json"
-        try (Data([0xEF, 0xBB, 0xBF]) + Data(#"{"thumbnail": {"width": 50}}"#.utf8)).write(to: URL(fileURLWithPath: bom))
+        try (Data([0xEF, 0xBB, 0xBF]) + Data(#"{"thumbnail": {"width": 50}}"#.utf8)).write(
+            to: URL(fileURLWithPath: bom))
         let shown = try runThumbpipe(["pipeline", "show", bom])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains("50"), "\(shown.stdout)")
@@ -72,7 +73,8 @@ struct LeftoversTests {
         let again = try runThumbpipe(["run", path, "-o", folder + "/out"])
         let elapsed = Date().timeIntervalSince(started)
         let line = try #require(again.stderr.split(separator: "\n").first { $0.contains(" items in ") })
-        let seconds = try #require(line.split(separator: " ").firstIndex(of: "in").map { Double(line.split(separator: " ")[$0 + 1]) ?? -1 })
+        let seconds = try #require(
+            line.split(separator: " ").firstIndex(of: "in").map { Double(line.split(separator: " ")[$0 + 1]) ?? -1 })
         // A process takes tens of milliseconds to start, plan and write; the summary says so.
         #expect(seconds >= 0.02 && seconds <= elapsed + 0.05, "\(line) for a \(elapsed) s process")
     }

@@ -112,7 +112,8 @@ struct SandboxTests {
             ])
     }
 
-    static let faults = "hostile:evil.jpg,bad-thumbnail:thumb.jpg,bad-store:store-bad.jpg,unsealed:unsealed.jpg,false-hash:hash.jpg"
+    static let faults =
+        "hostile:evil.jpg,bad-thumbnail:thumb.jpg,bad-store:store-bad.jpg,unsealed:unsealed.jpg,false-hash:hash.jpg"
 
     @Test(
         "A hostile worker changes nothing outside: no metadata, signal, datagram, UNIX socket, secret, planted file; its item fails alone",
@@ -134,10 +135,13 @@ struct SandboxTests {
         let report = try readJSONObject(out + "/.thumbpipe/report.json")
         let failures = try report.objects("failures")
         let failed = Dictionary(
-            failures.map { ($0["itemKey"] as? String ?? "?", ($0["stage"] as? String ?? "", $0["message"] as? String ?? "")) }
+            failures.map {
+                ($0["itemKey"] as? String ?? "?", ($0["stage"] as? String ?? "", $0["message"] as? String ?? ""))
+            }
         ) { a, _ in a }
         #expect(Set(failed.keys) == ["evil", "thumb", "store", "unsealed"], "\(failures)")
-        #expect(failed["evil"]?.0 == "sandbox" && failed["evil"]?.1.contains("refused every escape") == true, "\(failed)")
+        #expect(
+            failed["evil"]?.0 == "sandbox" && failed["evil"]?.1.contains("refused every escape") == true, "\(failed)")
         #expect(failed["thumb"]?.1.contains("failed the parent's check: a thumbnail of 1048576 bytes") == true)
         #expect(failed["store"]?.1.contains("failed the parent's check: the store file is not a JPEG") == true)
         #expect(failed["unsealed"]?.1.contains("not sealed against change") == true)
@@ -148,7 +152,8 @@ struct SandboxTests {
         #expect((info[.posixPermissions] as? NSNumber)?.intValue == 0o640, "the victim's mode")
         #expect((info[.ownerAccountID] as? NSNumber)?.intValue == Int(getuid()), "the victim's owner")
         #expect((info[.modificationDate] as? Date) == outside.victimTime, "the victim's mtime")
-        let xattrs = try runProcess("/usr/bin/python3", ["-c", "import os,sys; print(os.listxattr(sys.argv[1]))", outside.victim])
+        let xattrs = try runProcess(
+            "/usr/bin/python3", ["-c", "import os,sys; print(os.listxattr(sys.argv[1]))", outside.victim])
         #expect(!xattrs.stdout.contains("thumbpipe"), "no xattr: \(xattrs.stdout)")
         #expect(!FileManager.default.fileExists(atPath: outside.victim + ".thumbpipe-escape"))
         #expect(try String(contentsOfFile: outside.victim, encoding: .utf8) == "do not touch")
@@ -193,11 +198,14 @@ struct SandboxTests {
         _ = try? outside.reached()
         let run = try runProcess(
             "/usr/bin/python3",
-            [Self.helpers + "/pty-run.py", "thumbpipe-hostile-typed", TestPaths.executable, "run", manifest, "-o",
-             folder + "/out", "-q"],
+            [
+                Self.helpers + "/pty-run.py", "thumbpipe-hostile-typed", TestPaths.executable, "run", manifest, "-o",
+                folder + "/out", "-q",
+            ],
             environment: outside.environment.merging(["THUMBPIPE_FAULT": "hostile:evil.jpg"]) { $1 })
         let result = try #require(
-            try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout) \(run.stderr)")
+            try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+            "\(run.stdout) \(run.stderr)")
         #expect(result["status"] as? Int == 1, "\(result)")
         #expect(result["pending"] as? Int == 0, "typed into the terminal: \(result["typed"] ?? "")")
         #expect(result["echoed"] as? Bool == false)
@@ -307,7 +315,8 @@ struct SandboxTests {
             ["run", manifest, "-o", folder + "/out", "-q", "--sandbox", "required"],
             environment: ["THUMBPIPE_FAULT_NO_NAMESPACES": "1"])
         #expect(refused.status == 70, "\(refused.stderr)")
-        #expect(refused.stderr.contains("no namespaces (refused by THUMBPIPE_FAULT_NO_NAMESPACES)"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("no namespaces (refused by THUMBPIPE_FAULT_NO_NAMESPACES)"), "\(refused.stderr)")
         // auto: the other layers hold, and the report says what is missing.
         let auto = try runThumbpipe(
             ["run", manifest, "-o", folder + "/auto", "-q"], environment: ["THUMBPIPE_FAULT_NO_NAMESPACES": "1"])
@@ -317,7 +326,9 @@ struct SandboxTests {
         #expect(sandbox.hasPrefix("no namespaces") && sandbox.contains("missing: namespaces: refused"), "\(sandbox)")
         if Self.support.landlockABI != nil { #expect(sandbox.contains("Landlock ABI")) }
         if Self.support.complete {
-            let required = try runThumbpipe(["run", manifest, "-o", folder + "/required", "-q", "--sandbox", "required"])
+            let required = try runThumbpipe([
+                "run", manifest, "-o", folder + "/required", "-q", "--sandbox", "required",
+            ])
             #expect(required.status == 0, "\(required.stderr)")
             let full = try readJSONObject(folder + "/required/.thumbpipe/report.json")
             #expect((full["sandbox"] as? String)?.hasPrefix("namespaces and a root of its own") == true, "\(full)")
@@ -342,7 +353,9 @@ struct SandboxTests {
         let open = try runThumbpipe(["run", manifest, "-o", folder + "/open", "-q", "--sandbox", "off"])
         #expect(jailed.status == open.status, "\(jailed.stderr)")
         // The same failures and warnings either way (the summary's times and paths aside).
-        func meaningful(_ text: String) -> [Substring] { text.split(separator: "\n").filter { !$0.contains(" items in ") } }
+        func meaningful(_ text: String) -> [Substring] {
+            text.split(separator: "\n").filter { !$0.contains(" items in ") }
+        }
         #expect(meaningful(jailed.stderr) == meaningful(open.stderr), "\(jailed.stderr)")
         #expect(meaningful(jailed.stderr).count >= 4, "the fixtures' known failures and warnings are there")
         let a = try Data(contentsOf: URL(fileURLWithPath: folder + "/jailed/items.archive"))
@@ -354,8 +367,10 @@ struct SandboxTests {
     func stalledParent() throws {
         let (folder, manifest) = try photoCollection(
             "stalled",
-            [("slow.jpg", "Nikon-D3100.jpg", "S", nil), ("b.jpg", "Canon-EOS-1000D.jpg", "B", nil),
-             ("c.jpg", "Sigma-DP1-small.jpg", "C", nil)])
+            [
+                ("slow.jpg", "Nikon-D3100.jpg", "S", nil), ("b.jpg", "Canon-EOS-1000D.jpg", "B", nil),
+                ("c.jpg", "Sigma-DP1-small.jpg", "C", nil),
+            ])
         try FileManager.default.createDirectory(atPath: folder + "/marker", withIntermediateDirectories: true)
         let marker = folder + "/marker/m"
         let process = Process()

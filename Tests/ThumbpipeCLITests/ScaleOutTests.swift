@@ -102,9 +102,11 @@ struct ScaleOutTests {
         let linked = try runThumbpipe(["merge"] + good + ["-o", folder + "/linked-out"])
         #expect(linked.status == 65 && linked.stderr.contains("not a regular file"), "\(linked.stderr)")
         try FileManager.default.removeItem(atPath: good[0] + "/" + store)
-        try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: good[0] + "/" + store)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: good[0] + "/" + store)
         let replaced = try runThumbpipe(["merge"] + good + ["-o", folder + "/replaced-out"])
-        #expect(replaced.status == 65 && replaced.stderr.contains("not the one its part's run wrote"), "\(replaced.stderr)")
+        #expect(
+            replaced.status == 65 && replaced.stderr.contains("not the one its part's run wrote"), "\(replaced.stderr)")
         // A FIFO where an archive should be: refused at once, never waited on.
         let fifo = folder + "/fifo.archive"
         #expect(mkfifo(fifo, 0o644) == 0)

@@ -22,7 +22,9 @@ struct CBoundsTests {
         for v in 0..<256 where v % 3 == 1 { linear[v] = -5 }
         for v in 0..<256 where v % 3 == 2 { linear[256 + v] = .nan }
         let matrix: [Float] = [10, 10, 10, 10, 10, 10, 10, 10, 10]
-        let encode = (0..<Int(CTHUMBKERNELS_SHAPER_STEPS)).map { UInt8($0 * 255 / (Int(CTHUMBKERNELS_SHAPER_STEPS) - 1)) }
+        let encode = (0..<Int(CTHUMBKERNELS_SHAPER_STEPS)).map {
+            UInt8($0 * 255 / (Int(CTHUMBKERNELS_SHAPER_STEPS) - 1))
+        }
         let out = try rgb.derive("shaper") { CThumbKernels_shaper_to_srgb($0, $1, linear, matrix, encode) }
         let memory = try out.inMemory()
         let first = try memory.withSamples { Array($0.prefix(3)) }
@@ -31,7 +33,8 @@ struct CBoundsTests {
 
     @Test("The tap refuses plane rows narrower than its columns, never reading past them")
     func tapChecksWidths() throws {
-        let tap = try AspectFillScale(width: 8, height: 8).tap(width: 64, height: 64, bands: 3, factor: 4, orientation: 1)
+        let tap = try AspectFillScale(width: 8, height: 8).tap(
+            width: 64, height: 64, bands: 3, factor: 4, orientation: 1)
         var row = [UInt8](repeating: 128, count: 64)
         var half = [UInt8](repeating: 128, count: 32)
         let ok = row.withUnsafeMutableBufferPointer { y in
@@ -56,11 +59,13 @@ struct CBoundsTests {
         let ppm = folder + "/small.ppm"
         try makeTestImage(from: small, to: ppm, width: 48, height: 32)
         func transcode(_ bytes: Data, width: Int32, height: Int32) -> (Int32, String) {
-            var job = CJpegPlanesJob(width: width, height: height, orientation: 1, quality: 50, optimize_coding: 0, tap: nil)
+            var job = CJpegPlanesJob(
+                width: width, height: height, orientation: 1, quality: 50, optimize_coding: 0, tap: nil)
             var result = CJpegPlanesResult()
             var error = [CChar](repeating: 0, count: 256)
             let status = bytes.withUnsafeBytes {
-                CJpegPlanes_transcode($0.bindMemory(to: UInt8.self).baseAddress, $0.count, &job, &result, &error, error.count)
+                CJpegPlanes_transcode(
+                    $0.bindMemory(to: UInt8.self).baseAddress, $0.count, &job, &result, &error, error.count)
             }
             CJpegPlanes_free_buffer(result.jpeg)
             return (status, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))

@@ -22,7 +22,8 @@ struct EncodingTests {
     @Test(
         "Each encoding's store and thumbnail match vips_thumbnail's rendering",
         arguments: [
-            ("scrgb", false, "tif[profile=srgb]"), ("scrgb", false, "tif"), ("lab", false, "tif"), ("xyz", false, "tif"),
+            ("scrgb", false, "tif[profile=srgb]"), ("scrgb", false, "tif"), ("lab", false, "tif"),
+            ("xyz", false, "tif"),
             ("rgb16", false, "tif[profile=srgb]"), ("grey16", false, "png"), ("b-w", true, "png"),
         ])
     func rendersAsVipsThumbnail(interpretation: String, alpha: Bool, suffix: String) throws {
@@ -62,6 +63,8 @@ struct EncodingTests {
         }.map { Double($0.element) }
         let thumbMean = centre.reduce(0, +) / Double(max(centre.count, 1))
         let expectedThumbMean = expectedCentre.reduce(0, +) / Double(max(expectedCentre.count, 1))
-        #expect(abs(thumbMean - expectedThumbMean) < 6, "thumbnail centre \(thumbMean), vips_thumbnail's \(expectedThumbMean)")
+        #expect(
+            abs(thumbMean - expectedThumbMean) < 6,
+            "thumbnail centre \(thumbMean), vips_thumbnail's \(expectedThumbMean)")
     }
 }

@@ -14,7 +14,8 @@ struct ThumbnailTests {
     ) {
         let path = TestPaths.fixture(relative)
         let runner = ItemJobRunner(settings: settings)
-        let job = ItemJob(index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, hashSource: false)
+        let job = ItemJob(
+            index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, hashSource: false)
         let outcome = runner.runHere(job)
         if let failure = outcome.failure { throw failure }
         let png = try #require(outcome.thumbnail)

@@ -1,7 +1,7 @@
+import CJpegPlanes
 // CVips first: in a whole-module build the first file to import libvips's headers
 // decides which module owns their declarations.
 import CVips
-import CJpegPlanes
 import Foundation
 
 /// The parsers thumbpipe runs on untrusted bytes itself, outside libvips, as
@@ -162,7 +162,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let status2 = CJpegPlanes_transcode(
             store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)
         CJpegPlanes_free_buffer(decoded.jpeg)
-        return status2 == 0 ? nil : "the plane store does not decode: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+        return status2 == 0
+            ? nil
+            : "the plane store does not decode: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
     }
 
     /// The size a JPEG's first frame header gives, or nil.

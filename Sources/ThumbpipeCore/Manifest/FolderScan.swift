@@ -257,7 +257,9 @@ public enum FolderScan {
 
         /// The paths recorded for `manifest` (empty when it has no such file).
         public static func read(for manifest: String) -> Set<String> {
-            guard let data = FileDescriptor.contents(ofRegularFile: path(for: manifest), limit: 1 << 30) else { return [] }
+            guard let data = FileDescriptor.contents(ofRegularFile: path(for: manifest), limit: 1 << 30) else {
+                return []
+            }
             var seen = Set<String>()
             for line in data.split(separator: UInt8(ascii: "\n")) {
                 if case .string(let text)? = try? JSONParser.parse(Array(line)) { seen.insert(text) }

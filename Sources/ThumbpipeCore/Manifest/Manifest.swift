@@ -110,7 +110,9 @@ public struct Manifest: Sendable {
                 }
                 try lines.finish { try builder.add(jsonLine: $0, line: $1) }
             // A UTF-8 byte-order mark (Windows editors write one) opens the file, not the JSON.
-            case "json": try readJSONArray(Array(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]), into: &builder)
+            case "json":
+                try readJSONArray(
+                    Array(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]), into: &builder)
             case "csv": try readCSV(bytes, into: &builder)
             default:
                 throw ThumbpipeError(

@@ -193,7 +193,8 @@ public struct ItemJobRunner: Sendable {
                 if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
             case .twice:
                 if job.makeThumbnail {
-                    outcome.thumbnailPixels = Data(try thumbnailer.pixels(for: path, header: header, spans: &spans).pixels)
+                    outcome.thumbnailPixels = Data(
+                        try thumbnailer.pixels(for: path, header: header, spans: &spans).pixels)
                 }
                 if job.makeStore {
                     try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
@@ -225,7 +226,8 @@ public struct ItemJobRunner: Sendable {
                 spans.split(lastOf: .decode, into: [(.colour, clocks.colourNanoseconds)])
             }
             if job.makeThumbnail {
-                outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
+                outcome.thumbnailPixels = Data(
+                    try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
             }
         }
     }

@@ -282,7 +282,8 @@ public enum HTMLReport {
         }
         if l.hidden > 0 { facts.append("<div><b>hidden files and folders (never scanned)</b>\(l.hidden)</div>") }
         if l.symlinkedFolders > 0 {
-            facts.append("<div><b>folders behind symlinks (not followed: name them to scan them)</b>\(l.symlinkedFolders)</div>")
+            facts.append(
+                "<div><b>folders behind symlinks (not followed: name them to scan them)</b>\(l.symlinkedFolders)</div>")
         }
         if l.subfolders > 0 { facts.append("<div><b>sub-folders (add -r to scan them)</b>\(l.subfolders)</div>") }
         var html = "<section id=\"left-out\"><h2>Left out of the scan</h2><div class=\"facts\">"

@@ -149,7 +149,8 @@ public enum Merge {
                     // Never followed: a symlink would publish whatever file it names.
                     guard info.kind == .regular else {
                         throw ThumbpipeError(
-                            .dataError, "\(source): the store file is not a regular file (a symlink?); run that shard again")
+                            .dataError,
+                            "\(source): the store file is not a regular file (a symlink?); run that shard again")
                     }
                     if let record = try states[part]?.record(forKey: item.itemKey), !record.storeHash.isEmpty,
                         ContentHash.file(source) != record.storeHash

@@ -174,7 +174,8 @@ public final class BatchRunner: Sendable {
             result.removed = plan.removed
             result.moved = plan.moves.sorted { $0.key < $1.key }.compactMap { position, from in
                 let item = manifest.items[position]
-                return from == item.itemKey ? nil : RunReport.MovedItem(from: from, to: item.itemKey, itemName: item.itemName)
+                return from == item.itemKey
+                    ? nil : RunReport.MovedItem(from: from, to: item.itemKey, itemName: item.itemName)
             }
             result.timeSavedSeconds = plan.savedSeconds
         } else {

@@ -83,7 +83,9 @@ public enum Sandbox {
         let namespaces = CSandbox_namespaces_available(&why, why.count) == 1
         return Support(
             landlockABI: abi > 0 ? Int(abi) : nil, seccomp: CSandbox_seccomp_available() == 1,
-            namespaces: namespaces, namespacesMissing: namespaces ? nil : String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            namespaces: namespaces,
+            namespacesMissing: namespaces
+                ? nil : String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// What one worker got, as it reports with its first outcome.
@@ -148,7 +150,9 @@ public enum Sandbox {
         }
         let problems = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if !problems.isEmpty { confinement.problems.append(problems) }
-        if Worker.Fault.noNamespaces { confinement.problems.append("namespaces: refused by THUMBPIPE_FAULT_NO_NAMESPACES") }
+        if Worker.Fault.noNamespaces {
+            confinement.problems.append("namespaces: refused by THUMBPIPE_FAULT_NO_NAMESPACES")
+        }
         guard layers >= 0 else {
             confinement.problems.append("jail: \(ThumbpipeError.errnoText(-layers))")
             return confinement

@@ -21,7 +21,8 @@ final class WorkerProcess: Sendable {
             throw ThumbpipeError(.osError, "cannot create a worker socket: \(ThumbpipeError.errnoText())")
         }
         var output: [Int32] = [0, 0]
-        guard pipe(&output) == 0, fcntl(output[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(output[1], F_SETFD, FD_CLOEXEC) == 0 else {
+        guard pipe(&output) == 0, fcntl(output[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(output[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
             close(pair[0])
             close(pair[1])
             throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
@@ -277,7 +278,9 @@ final class Supervisor: Sendable {
     /// Sends `worker`, in order, every pending job it has not had yet; false when it is gone.
     private func flush(_ queue: Queue, to worker: WorkerProcess) -> Bool {
         for ticket in queue.pending where ticket.worker !== worker {
-            guard let source = ticket.source, worker.send(ticket.message, source: source.descriptor) else { return false }
+            guard let source = ticket.source, worker.send(ticket.message, source: source.descriptor) else {
+                return false
+            }
             ticket.worker = worker
             ticket.sentAt = Spans.now
         }
@@ -311,7 +314,8 @@ final class Supervisor: Sendable {
             case .message(let data, let store):
                 queue.lastReply = Spans.now
                 defer { emptyScratch(slot) }
-                guard var outcome = try? WorkerProtocol.decode(ItemOutcome.self, data), let source = ticket.source else {
+                guard var outcome = try? WorkerProtocol.decode(ItemOutcome.self, data), let source = ticket.source
+                else {
                     if let store { close(store) }
                     retire(slot, worker)
                     return ItemOutcome(

@@ -80,7 +80,9 @@ extension Worker {
                 // What a compromised decoder could print: escapes that retitle or clear a terminal.
                 let line = Array("\u{1B}]0;owned\u{07}\u{1B}[2Jthumbpipe-noisy\r\n".utf8)
                 for fd: Int32 in [1, 2] {
-                    for _ in 0..<(1 << 20) / line.count / 2 { _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+                    for _ in 0..<(1 << 20) / line.count / 2 {
+                        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    }
                 }
             default:
                 break
@@ -97,7 +99,8 @@ extension Worker {
             mark()
             let env = Self.environment
             let other = scratch.hasSuffix("worker-1") ? "worker-2" : "worker-1"
-            let otherScratch = URL(fileURLWithPath: scratch).deletingLastPathComponent().appendingPathComponent(other).path
+            let otherScratch = URL(fileURLWithPath: scratch).deletingLastPathComponent().appendingPathComponent(other)
+                .path
             var report = [CChar](repeating: 0, count: 4096)
             var leak = [CChar](repeating: 0, count: 512)
             let escaped = withStrings(

@@ -115,7 +115,8 @@ public enum Worker {
             let fault = faults.first { job.source.contains($0.text) }
             var outcome: ItemOutcome
             if let fault, fault.kind.isHostile {
-                outcome = fault.actHostile(job: job, source: source, storeFile: storeFile, scratch: scratch, runner: runner)
+                outcome = fault.actHostile(
+                    job: job, source: source, storeFile: storeFile, scratch: scratch, runner: runner)
             } else {
                 outcome = runner.run(job, descriptor: source, storeFile: storeFile) { fault?.inject() }
                 fault?.tamper(&outcome, storeFile: storeFile)

@@ -128,7 +128,8 @@ struct WorkerReply: Sendable {
         let expected =
             settings.store.orientation == .rotate ? header.uprightSize : (width: header.width, height: header.height)
         let problem = bytes.withUnsafeBytes {
-            StoreCheck.problem($0, width: expected.width, height: expected.height, metadata: settings.store.keepMetadata)
+            StoreCheck.problem(
+                $0, width: expected.width, height: expected.height, metadata: settings.store.keepMetadata)
         }
         if let problem { throw refused("the store file \(problem)") }
         return bytes
