@@ -1,7 +1,6 @@
-import CJpegPlanes
-// CVips first: in a whole-module build the first file to import libvips's headers
-// decides which module owns their declarations.
-import CVips
+// No C module here: in a whole-module build the first file (by path) to import
+// libvips's headers through another module decides which module owns their
+// declarations; the plane path's harness lives beside it (JpegPlaneStore+Fuzz.swift).
 import Foundation
 
 /// The parsers thumbpipe runs on untrusted bytes itself, outside libvips, as
@@ -136,35 +135,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     private static func jpegPlanes(_ bytes: UnsafeRawBufferPointer) -> String? {
-        guard bytes.count > 1, let size = Self.frameSize(bytes) else { return nil }
-        guard size.width > 0, size.height > 0, size.width * size.height <= 4 << 20 else { return nil }
-        let orientation = Int32(bytes.count % 8) + 1
-        let tap = try? AspectFillScale(width: 16, height: 16).tap(
-            width: size.width, height: size.height, bands: 3, factor: 2, orientation: Int(orientation))
-        var job = CJpegPlanesJob(
-            width: Int32(size.width), height: Int32(size.height), orientation: orientation, quality: 50,
-            optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer)
-        var result = CJpegPlanesResult()
-        var error = [CChar](repeating: 0, count: 256)
-        let status = CJpegPlanes_transcode(
-            bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, &job, &result, &error, error.count)
-        defer { CJpegPlanes_free_buffer(result.jpeg) }
-        guard status == 0, let jpeg = result.jpeg else { return nil }
-        // The store it made is a well-formed baseline JPEG, upright, that decodes again on the planes.
-        let store = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
-        let upright = orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
-        if let problem = StoreCheck.problem(store, width: upright.0, height: upright.1, metadata: false) {
-            return "the plane store \(problem)"
-        }
-        var again = CJpegPlanesJob(
-            width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil)
-        var decoded = CJpegPlanesResult()
-        let status2 = CJpegPlanes_transcode(
-            store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)
-        CJpegPlanes_free_buffer(decoded.jpeg)
-        return status2 == 0
-            ? nil
-            : "the plane store does not decode: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+        JpegPlaneStore.fuzz(bytes)
     }
 
     /// The size a JPEG's first frame header gives, or nil.
