@@ -173,13 +173,9 @@ int CVipsShim_loader_shrink_kind(const char *loader) {
     return kind;
 }
 
-int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
-                   int sequential, VipsImage **out) {
-    const char *loader = vips_foreign_find_load(path);
-    if (!loader) return -1;
-    VipsOperation *op = vips_operation_new(loader);
-    if (!op) return -1;
-    g_object_set(op, "filename", path, NULL);
+// The load options every load takes, then the build: one place for both kinds
+// of input (a file, a blob's bytes). Consumes `op`.
+static int build_load(VipsOperation *op, int shrink, double scale, int fail_on, int sequential, VipsImage **out) {
     g_object_set(op, "access", sequential ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM, NULL);
     if (has_property(op, "fail_on")) g_object_set(op, "fail_on", (VipsFailOn)fail_on, NULL);
     if (shrink > 1 && has_property(op, "shrink")) g_object_set(op, "shrink", shrink, NULL);
@@ -198,6 +194,16 @@ int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
     return 0;
 }
 
+int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
+                   int sequential, VipsImage **out) {
+    const char *loader = vips_foreign_find_load(path);
+    if (!loader) return -1;
+    VipsOperation *op = vips_operation_new(loader);
+    if (!op) return -1;
+    g_object_set(op, "filename", path, NULL);
+    return build_load(op, shrink, scale, fail_on, sequential, out);
+}
+
 int CVipsShim_load_blob(VipsBlob *blob, int shrink, double scale, int fail_on, int sequential, VipsImage **out) {
     int from_source = 0;
     const char *loader = find_loader_blob(blob, &from_source);
@@ -211,24 +217,9 @@ int CVipsShim_load_blob(VipsBlob *blob, int shrink, double scale, int fail_on, i
     } else {
         g_object_set(op, "buffer", blob, NULL);
     }
-    g_object_set(op, "access", sequential ? VIPS_ACCESS_SEQUENTIAL : VIPS_ACCESS_RANDOM, NULL);
-    if (has_property(op, "fail_on")) g_object_set(op, "fail_on", (VipsFailOn)fail_on, NULL);
-    if (shrink > 1 && has_property(op, "shrink")) g_object_set(op, "shrink", shrink, NULL);
-    if (scale > 0 && scale < 1.0 && has_property(op, "scale")) g_object_set(op, "scale", scale, NULL);
-    int failed = vips_cache_operation_buildp(&op);
+    int status = build_load(op, shrink, scale, fail_on, sequential, out);
     if (source) g_object_unref(source);
-    if (failed) {
-        vips_object_unref_outputs(VIPS_OBJECT(op));
-        g_object_unref(op);
-        return -1;
-    }
-    VipsImage *image = NULL;
-    g_object_get(op, "out", &image, NULL);
-    vips_object_unref_outputs(VIPS_OBJECT(op));
-    g_object_unref(op);
-    if (!image) return -1;
-    *out = image;
-    return 0;
+    return status;
 }
 
 int CVipsShim_icc_to_srgb(VipsImage *in, VipsImage **out, const char *fallback_profile) {
