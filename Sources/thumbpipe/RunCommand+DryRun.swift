@@ -23,7 +23,7 @@ extension RunCommand {
             }
             items += plan.removed.map {
                 [
-                    "itemKey": $0.itemKey, "itemName": $0.itemName, "source": $0.sourcePath, "class": "removed",
+                    "itemKey": $0.itemKey, "itemName": $0.itemName, "source": $0.source, "class": "removed",
                     "reason": "not in the manifest",
                 ]
             }
@@ -52,7 +52,7 @@ extension RunCommand {
         }
         for item in plan.removed {
             try printOut(
-                "  removed\t\(column(item.itemName))\t\(column(item.sourcePath))\t\(item.itemKey)\tnot in the manifest")
+                "  removed\t\(column(item.itemName))\t\(column(item.source))\t\(item.itemKey)\tnot in the manifest")
         }
     }
 

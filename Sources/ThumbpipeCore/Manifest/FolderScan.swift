@@ -287,7 +287,9 @@ public enum FolderScan {
                 line: index + 1, itemName: entry.itemName, itemKey: entry.itemKey, image: entry.relativePath,
                 imagePath: entry.path)
         }
-        return Manifest(path: name, items: items, warnings: [], modificationDate: Date())
+        var manifest = Manifest(path: name, items: items, warnings: [], modificationDate: Date())
+        manifest.folder = absolute(name)
+        return manifest
     }
 
     /// `path` made absolute against the current directory, without `.` or `..`.

@@ -12,6 +12,9 @@ public struct Manifest: Sendable {
     public var warnings: [String]
     /// The manifest file's modification time: the date of items without a photo.
     public var modificationDate: Date
+    /// The folder its image paths are relative to (the manifest's own folder, or the
+    /// folder a folder run scans), absolute; "" when unknown.
+    public var folder = ""
     /// The items' keys by hash, when reading the manifest already made it.
     private var cachedKeyIndex: KeyIndex?
 
@@ -138,7 +141,19 @@ public struct Manifest: Sendable {
         var manifest = Manifest(
             path: fileName, items: items, warnings: builder.warnings, modificationDate: Date(timeIntervalSince1970: 0))
         manifest.cachedKeyIndex = keyIndex
+        manifest.folder = FolderScan.absolute(folder.isEmpty ? "." : folder)
         return manifest
+    }
+
+    /// A source path as thumbpipe shows it everywhere (dry run, summary, `--log`,
+    /// report): relative to ``folder`` when it lies inside it, as the manifest names
+    /// its photos; absolute when it lies outside (or the folder is unknown).
+    public func shown(_ path: String) -> String {
+        guard !folder.isEmpty, !path.isEmpty else { return path }
+        let absolute = FolderScan.absolute(path)
+        let prefix = folder == "/" ? "/" : folder + "/"
+        guard absolute.hasPrefix(prefix) else { return absolute }
+        return String(absolute.dropFirst(prefix.count))
     }
 
     static func readJSONArray(_ bytes: [UInt8], into builder: inout ManifestBuilder) throws {

@@ -42,6 +42,12 @@ public struct PipelineSettings: Sendable, Equatable, Codable {
 
         /// libvips's Q for ``quality``.
         public var vipsQuality: Int { max(1, min(100, Int((quality * 100).rounded()))) }
+
+        /// The settings, set away from their defaults, that keep every JPEG off the
+        /// plane path (for the report's hints): `store.keepMetadata`, `store.orientation tag`.
+        public var settingsOffPlanes: [String] {
+            (keepMetadata ? ["store.keepMetadata"] : []) + (orientation == .tag ? ["store.orientation tag"] : [])
+        }
     }
 
     /// The item archive.

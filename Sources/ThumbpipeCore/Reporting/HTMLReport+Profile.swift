@@ -5,8 +5,11 @@ import Foundation
 extension HTMLReport {
     static func hints(_ r: RunReport) -> String {
         guard let hints = r.profile?.hints, !hints.isEmpty else { return "" }
-        var html = "<section id=\"hints\"><h2>What to change</h2><table><tr><th>hint</th><th>the figure</th></tr>"
-        for hint in hints { html += "<tr><td>\(e(hint.text))</td><td>\(e(hint.figure))</td></tr>" }
+        var html =
+            "<section id=\"hints\"><h2>What to change</h2><table><tr><th>hint</th><th>the figure</th><th>it would save</th></tr>"
+        for hint in hints {
+            html += "<tr><td>\(e(hint.text))</td><td>\(e(hint.figure))</td><td>\(e(hint.saves ?? ""))</td></tr>"
+        }
         return html + "</table></section>\n"
     }
 

@@ -168,7 +168,7 @@ public struct ItemLogEntry: Sendable, Codable {
         itemKey = item.itemKey
         itemName = item.itemName
         line = 0
-        source = item.sourcePath
+        source = item.source
         action = .removed
         reason = "not in the manifest"
         milliseconds = 0

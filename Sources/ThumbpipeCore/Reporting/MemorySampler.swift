@@ -54,6 +54,8 @@ final class MemorySampler: Sendable {
     /// The resident total when the proportional sizes were last read (-1: never).
     private let proportionalAt = Atomic<Int>(-1)
     private let points = Mutex<(list: [TimelinePoint], every: Double)>(([], 1))
+    /// The machine's 1-minute load average, summed over the timeline's samples, and their count.
+    private let load = Mutex<(sum: Double, count: Int)>((0, 0))
     private let started = Spans.now
     private let workers: @Sendable () -> [pid_t]
     private let progress: @Sendable () -> Int
@@ -77,6 +79,7 @@ final class MemorySampler: Sendable {
                 count += 1
                 let t = Double(Spans.now - started) / 1e9
                 if t >= next {
+                    sampleLoad()
                     next = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
                 }
                 _ = wake.wait(timeout: .now() + interval)
@@ -106,6 +109,21 @@ final class MemorySampler: Sendable {
         _ = peakProportional.max(total, ordering: .relaxed)
     }
 
+    /// Adds the machine's 1-minute load average (getloadavg) to the run's mean.
+    private func sampleLoad() {
+        var value = [0.0]
+        guard getloadavg(&value, 1) == 1 else { return }
+        load.withLock {
+            $0.sum += value[0]
+            $0.count += 1
+        }
+    }
+
+    /// The machine's mean 1-minute load average over the run's samples, nil when none was read.
+    var meanLoadAverage: Double? {
+        load.withLock { $0.count == 0 ? nil : $0.sum / Double($0.count) }
+    }
+
     /// The highest proportional total seen (shared pages counted once).
     var proportionalPeak: Int { peakProportional.load(ordering: .relaxed) }
 
@@ -130,6 +148,7 @@ final class MemorySampler: Sendable {
         let t = Double(Spans.now - started) / 1e9
         let pids = workers()
         let total = sample(pids)
+        sampleLoad()
         _ = record(TimelinePoint(t: StageTimings.round(t), items: progress(), rssBytes: total))
         sampleProportionalIfHigher(pids, resident: total)
         return (peak.load(ordering: .relaxed), points.withLock { $0.list })

@@ -33,10 +33,12 @@ public struct RunProfile: Sendable, Codable {
         public var workerStartupMeanMs: Double
     }
 
-    /// A suggestion and the figure it rests on.
+    /// A suggestion (``HintRules``): the action, the figure it rests on and what it would save.
     public struct Hint: Sendable, Codable, Equatable {
         public var text: String
         public var figure: String
+        /// What taking the action would save (absent in reports of earlier versions).
+        public var saves: String?
     }
 
     public var byFormat: [Group] = []
@@ -60,93 +62,27 @@ public struct RunProfile: Sendable, Codable {
         }
     }
 
-    /// Builds the section from a run's figures.
-    init(groups: ProfileGroups, utilisation: Utilisation?, stages: [String: StageTimings.Summary]) {
+    /// Builds the section from a run's figures; `machine` brings what the profile
+    /// does not hold (load average, slowest files, settings), for the hints.
+    init(
+        groups: ProfileGroups, utilisation: Utilisation?, stages: [String: StageTimings.Summary],
+        machine: HintFacts = HintFacts()
+    ) {
         byFormat = groups.groups(\.formats)
         byPath = groups.groups(\.paths)
         bySize = groups.groups(\.sizes)
         self.utilisation = utilisation
-        hints = Self.hints(
-            byFormat: byFormat, bySize: bySize, jpegPaths: groups.groups(\.jpegPaths), utilisation: utilisation,
-            stages: stages)
+        var facts = machine
+        facts.byFormat = byFormat
+        facts.bySize = bySize
+        facts.jpegPaths = groups.groups(\.jpegPaths)
+        facts.utilisation = utilisation
+        facts.stages = stages
+        hints = HintRules.hints(facts)
     }
 
     static func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
 
-    /// The hints the figures support, most telling first.
-    static func hints(
-        byFormat: [Group], bySize: [Group], jpegPaths: [Group] = [], utilisation: Utilisation?,
-        stages: [String: StageTimings.Summary]
-    ) -> [Hint] {
-        var hints: [Hint] = []
-        // JPEGs off the plane path (their profile, or the store's settings): what they cost.
-        if let off = jpegPaths.first(where: { $0.name == StorePath.libvips.rawValue }), off.timeShare >= 0.1 {
-            let planes = jpegPaths.first { $0.name == StorePath.planes.rawValue }
-            let compared =
-                planes.map { String(format: ", p50 %.0f ms an item against %.0f on the planes", off.p50Ms, $0.p50Ms) }
-                ?? ""
-            hints.append(
-                Hint(
-                    text:
-                        "JPEGs on libvips take \(percent(off.timeShare)) of the JPEG time\(compared): those with profiles that are not sRGB are converted (sRGB exports take the plane path), and store.keepMetadata or store.orientation tag keep every JPEG off it",
-                    figure:
-                        "JPEG on libvips: \(percent(off.itemShare)) of JPEG items, \(percent(off.timeShare)) of JPEG time"
-                ))
-        }
-        // A format that costs far more than its share of items.
-        for group in byFormat
-        where byFormat.count > 1 && group.timeShare >= 0.2 && group.timeShare >= 1.5 * group.itemShare {
-            hints.append(
-                Hint(
-                    text:
-                        "\(group.name) takes \(percent(group.timeShare)) of the time for \(percent(group.itemShare)) of the items: converting those sources ahead, or a separate run for them, shortens the night",
-                    figure: "\(group.name): \(percent(group.itemShare)) of items, \(percent(group.timeShare)) of time"))
-        }
-        for group in bySize where bySize.count > 1 && group.timeShare >= 0.4 && group.itemShare < 0.2 {
-            hints.append(
-                Hint(
-                    text:
-                        "sources of \(group.name) take \(percent(group.timeShare)) of the time: limits.maxPixels could refuse the largest",
-                    figure: "\(group.name): \(percent(group.itemShare)) of items, \(percent(group.timeShare)) of time"))
-        }
-        if let u = utilisation, u.wallSeconds > 1 {
-            let idle = 1 - u.busyShare
-            let cores = ProcessInfo.processInfo.activeProcessorCount
-            let waiting = u.waitingOnParentSeconds / max(u.wallSeconds * Double(u.jobs), 1e-9)
-            if waiting >= 0.15 {
-                hints.append(
-                    Hint(
-                        text:
-                            "workers waited on the parent \(percent(waiting)) of the time: the parent's archive and state writes are the limit, not the decoders; more jobs will not help",
-                        figure: "waiting on the parent: \(String(format: "%.1f", u.waitingOnParentSeconds)) s"))
-            } else if idle >= 0.25 && u.jobs < cores {
-                hints.append(
-                    Hint(
-                        text: "workers idle \(percent(idle)): raise --jobs (\(u.jobs) of \(cores) cores)",
-                        figure:
-                            "busy \(percent(u.busyShare)) of \(String(format: "%.1f", u.wallSeconds)) s × \(u.jobs) jobs"
-                    ))
-            }
-            let startup = u.workerStartupSeconds / max(u.wallSeconds * Double(u.jobs), 1e-9)
-            if startup >= 0.1 {
-                hints.append(
-                    Hint(
-                        text: "worker start-up is \(percent(startup)) of the run: fewer, larger runs spread it",
-                        figure: "\(u.workersStarted) workers, \(String(format: "%.0f", u.workerStartupMeanMs)) ms each")
-                )
-            }
-        }
-        let workerStages: Set<String> = ["header", "decode", "colour", "scale", "clip", "encode", "store"]
-        let workerTime = stages.filter { workerStages.contains($0.key) }.values.reduce(0) { $0 + $1.totalSeconds }
-        if let colour = stages["colour"]?.totalSeconds, workerTime > 0, colour / workerTime >= 0.1 {
-            hints.append(
-                Hint(
-                    text:
-                        "colour conversion (sources with non-sRGB profiles) takes \(percent(colour / workerTime)) of the workers' time: sources exported as sRGB skip it",
-                    figure: "colour: \(String(format: "%.1f", colour)) s of \(String(format: "%.1f", workerTime)) s"))
-        }
-        return hints
-    }
 }
 
 /// Collects decoded items' times by format and by size class, in memory that

@@ -189,7 +189,7 @@ public struct RunReport: Sendable, Codable {
             unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,
             kept: result.classes[.kept] ?? 0,
             removedItems: result.removed.prefix(1000).map {
-                RemovedItem(itemKey: $0.itemKey, itemName: $0.itemName, source: $0.sourcePath)
+                RemovedItem(itemKey: $0.itemKey, itemName: $0.itemName, source: $0.source)
             },
             movedItems: Array(result.moved.prefix(1000)),
             decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds),

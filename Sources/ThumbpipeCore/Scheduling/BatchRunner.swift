@@ -154,8 +154,12 @@ public final class BatchRunner: Sendable {
                 waitingOnParentSeconds: StageTimings.round(clocks.reduce(0) { $0 + $1.waitingSeconds }),
                 workersStarted: startups.count, workerStartupSeconds: StageTimings.round(startups.seconds),
                 workerStartupMeanMs: StageTimings.round(startups.seconds * 1000 / Double(max(startups.count, 1))))
+            var machine = HintFacts()
+            machine.loadAverage = sampler.meanLoadAverage
+            machine.slowest = totals.profiles.slowest.map { ($0.source, $0.seconds) }
+            machine.settingsOffPlanes = settings.store.settingsOffPlanes
             result.profile = RunProfile(
-                groups: totals.profiles.groups, utilisation: utilisation, stages: timings.summary())
+                groups: totals.profiles.groups, utilisation: utilisation, stages: timings.summary(), machine: machine)
         }
         result.sample = totals.profiles.sample
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()

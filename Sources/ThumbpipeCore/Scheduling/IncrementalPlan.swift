@@ -25,11 +25,21 @@ public struct IncrementalPlan: Sendable {
         /// Its name and source path as last recorded ("" when a state of schema 1 or 2 did not record the name).
         public var itemName: String
         public var sourcePath: String
+        /// The source as shown to the user (``Manifest/shown(_:)``): relative to the
+        /// manifest's folder, as the items it still names are.
+        public var source: String
+
+        public init(itemKey: String, itemName: String, sourcePath: String, source: String? = nil) {
+            self.itemKey = itemKey
+            self.itemName = itemName
+            self.sourcePath = sourcePath
+            self.source = source ?? sourcePath
+        }
 
         /// `Bike (photos/bike.jpg) KEY`.
         public var description: String {
             let name = itemName.isEmpty ? "(unnamed)" : itemName
-            return "\(name) (\(sourcePath.isEmpty ? "no image" : sourcePath)) \(itemKey)"
+            return "\(name) (\(source.isEmpty ? "no image" : source)) \(itemKey)"
         }
     }
 
@@ -238,9 +248,10 @@ public struct IncrementalPlan: Sendable {
         }
         let goneRecords = Dictionary(gone.map { ($0.itemKey, $0) }, uniquingKeysWith: { first, _ in first })
         plan.removed = goneKeys.filter { !movedFrom.contains($0) }.map { key in
-            RemovedItem(
-                itemKey: key, itemName: goneRecords[key]?.itemName ?? "", sourcePath: goneRecords[key]?.sourcePath ?? ""
-            )
+            let path = goneRecords[key]?.sourcePath ?? ""
+            return RemovedItem(
+                itemKey: key, itemName: goneRecords[key]?.itemName ?? "", sourcePath: path,
+                source: manifest.shown(path))
         }
         return plan
     }
