@@ -212,6 +212,19 @@ struct ManifestTests {
     func badISODates(text: String) {
         #expect(ISO8601.parse(text) == nil)
     }
+
+    @Test("One rule for shown paths: relative to the manifest's folder inside it, absolute outside")
+    func shownPaths() throws {
+        let manifest = try Manifest.parse(
+            Array(#"{"itemName": "A", "image": "a.jpg"}"#.utf8), fileName: "items.jsonl", folder: "/data/photos",
+            type: "jsonl")
+        #expect(manifest.folder == "/data/photos")
+        #expect(manifest.shown("/data/photos/a.jpg") == "a.jpg")
+        #expect(manifest.shown("/data/photos/2024/b.jpg") == "2024/b.jpg")
+        #expect(manifest.shown("/data/photos/../other/c.jpg") == "/data/other/c.jpg")
+        #expect(manifest.shown("/data/photosx/d.jpg") == "/data/photosx/d.jpg")
+        #expect(manifest.shown("") == "")
+    }
 }
 
 @Suite("Manifest fuzzing")
