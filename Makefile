@@ -60,8 +60,10 @@ deps:
 	@/usr/bin/python3 -c "import yaml" 2>/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) python3-yaml; }
 	@# The report's browser test renders the page in headless Chromium.
 	@command -v chromium >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) chromium; }
-	@# Contact-sheet labels need one font.
+	@# Contact-sheet labels: a Latin font, and one with Chinese and Japanese (the font test names both).
 	@fc-list 2>/dev/null | grep -q . || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) fonts-dejavu-core; }
+	@fc-list ':charset=5199' 2>/dev/null | grep -q . || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) fonts-droid-fallback; }
+	@pkg-config --exists fontconfig || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libfontconfig-dev; }
 	@# The completion tests run the zsh and fish completions in those shells.
 	@command -v zsh >/dev/null && command -v fish >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zsh fish; }
 	@# The man page test and the install test read the page with man.

@@ -33,6 +33,13 @@ let cLibraries: [Target] = [
         name: "CJpegPlanes",
         dependencies: ["CJpeg", "CThumbKernels"]
     ),
+    // fontconfig, for which characters of a contact sheet's labels no installed font
+    // has (Debian: libfontconfig-dev; pango draws with the same fonts).
+    .systemLibrary(
+        name: "CFontconfig",
+        pkgConfig: "fontconfig",
+        providers: [.apt(["libfontconfig-dev"])]
+    ),
     // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
     .systemLibrary(
         name: "CSeccomp",
@@ -71,7 +78,9 @@ let cLibraries: [Target] = [
 let products: [Target] = [
     .target(
         name: "ThumbpipeCore",
-        dependencies: ["CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox"]
+        dependencies: [
+            "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox", "CFontconfig",
+        ]
     ),
     .executableTarget(
         name: "thumbpipe",

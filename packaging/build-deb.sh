@@ -51,6 +51,7 @@ Architecture: $ARCH
 Maintainer: thumbpipe developers <thumbpipe@users.noreply.github.com>
 Installed-Size: $(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
 Depends: $depends
+Recommends: fonts-dejavu-core, fonts-noto-cjk | fonts-droid-fallback
 Section: graphics
 Priority: optional
 Description: batch photo thumbnails and item archive over libvips

@@ -66,6 +66,9 @@ PHOTOS="Canon-EOS-1000D.jpg Nikon-D3100.jpg Apple-iPhone-13-Pro-Max.HEIC Nikon-C
 mkdir -p "$ROOT/home/user/collection/trip"
 for p in $PHOTOS; do cp "Tests/Fixtures/photos/$p" "$ROOT/home/user/collection/trip/"; done
 cp "$DEB" "$ROOT/tmp/"
+# The contact sheet's fonts are recommended: Latin, and Chinese and Japanese.
+dpkg-deb -f "$DEB" Recommends | grep -q 'fonts-noto-cjk | fonts-droid-fallback' \
+    || fail "the package does not recommend a font with CJK (Recommends: $(dpkg-deb -f "$DEB" Recommends))"
 # apt-get install ./thumbpipe_….deb: apt resolves libvips42 and the rest from Debian.
 in_root "apt-get -o DPkg::Lock::Timeout=600 update -qq && cd /tmp && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
     ./$(basename "$DEB") man-db bash-completion" >"$WORK/apt.log" 2>&1 \

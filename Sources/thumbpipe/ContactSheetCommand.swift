@@ -8,7 +8,9 @@ enum ContactSheetCommand {
 
         Draws every thumbnail of ARCHIVE in a grid on a neutral grey background,
         each with its item name under it; items without a thumbnail show as a dark
-        box. Past --per-sheet items (default 100) it continues in SHEET-2.png,
+        box. Each character of a name is drawn with an installed font that has it;
+        names with characters no font has are counted in a warning that says which
+        font package to install. Past --per-sheet items (default 100) it continues in SHEET-2.png,
         SHEET-3.png and so on. A sheet has at most 64 Mpx, so its memory stays
         near 256 MB whatever the thumbnails' size: large thumbnails get fewer
         columns and items per sheet.
@@ -44,7 +46,7 @@ enum ContactSheetCommand {
             (report?.failures ?? []).map { ($0.itemKey, $0.message) }, uniquingKeysWith: { first, _ in first })
         let paths = try ContactSheet.write(
             from: reader, to: target.kind == .file ? target.path : output, columns: columns, perSheet: perSheet,
-            failures: failures, target: target)
+            failures: failures, target: target, warn: { terminal.warning("contact-sheet: " + $0) })
         terminal.summary(
             "thumbpipe: \(reader.count) items on \(paths.count) sheet(s): \(paths.joined(separator: ", "))")
         return 0

@@ -259,4 +259,27 @@ struct SayingTests {
         #expect(failedCorner[0] > 200 && failedCorner[1] < 60, "\(failedCorner)")
         #expect(plainCorner[0] < 120, "\(plainCorner)")
     }
+
+    @Test(
+        "Contact-sheet names are drawn with a font that has their characters (CJK, emoji); a character no font has is named in a warning with the font to install"
+    )
+    func contactSheetFonts() throws {
+        let folder = TestPaths.temporaryFolder("sheet-fonts")
+        let manifest = writeFile(
+            folder, "m.jsonl",
+            [
+                #"{"itemName": "写真の時計", "itemKey": "a"}"#, #"{"itemName": "Clock 😀", "itemKey": "b"}"#,
+                #"{"itemName": "Odd \#u{10FFFD}", "itemKey": "c"}"#,
+            ]
+            .joined(separator: "\n") + "\n")
+        #expect(try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q"]).status == 0)
+        let result = try runThumbpipe(["contact-sheet", folder + "/out/items.archive", "-o", folder + "/sheet.png"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("1 item name has characters no installed font has (U+10FFFD"), "\(result.stderr)")
+        #expect(result.stderr.contains("fonts-noto-cjk"), "\(result.stderr)")
+        for covered in ["U+5199", "U+306E", "U+1F600"] {
+            #expect(!result.stderr.contains(covered), "a font has \(covered): \(result.stderr)")
+        }
+    }
 }

@@ -83,7 +83,7 @@ public struct ContactSheet: Sendable {
     ///   or device is written through); later sheets are files beside it.
     public static func write(
         from reader: KeyedArchiveReader, to base: String, columns: Int = 10, perSheet: Int = 100,
-        failures: [String: String] = [:], target: OutputTarget? = nil
+        failures: [String: String] = [:], target: OutputTarget? = nil, warn: (String) -> Void = { _ in }
     ) throws -> [String] {
         try Vips.start()
         let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
@@ -107,6 +107,10 @@ public struct ContactSheet: Sendable {
         sheet.layout.fit(pixels: Self.largestSheetPixels)
         var paths: [String] = []
         let layout = sheet.layout
+        // Pango picks a font per character by coverage; what no font has draws as a box.
+        let fonts = FontCoverage()
+        var uncovered: (names: Int, characters: [Unicode.Scalar]) = (0, [])
+        defer { if let message = Self.uncoveredMessage(uncovered.names, uncovered.characters) { warn(message) } }
         for page in 0..<layout.sheets(for: reader.count) {
             let first = page * layout.perSheet
             let last = min(reader.count, first + layout.perSheet)
@@ -117,6 +121,13 @@ public struct ContactSheet: Sendable {
             for i in stride(from: 3, to: canvas.pixels.count, by: 4) { canvas.pixels[i] = 255 }
             for index in first..<last {
                 let item = try reader.validItem(at: index)
+                let missing = fonts.missing(in: item.itemName)
+                if !missing.isEmpty {
+                    uncovered.names += 1
+                    for scalar in missing where uncovered.characters.count < 8 && !uncovered.characters.contains(scalar) {
+                        uncovered.characters.append(scalar)
+                    }
+                }
                 try sheet.draw(item, at: index, on: &canvas)
             }
             let png = try PNGEncode().apply(canvas)
@@ -247,6 +258,16 @@ public struct ContactSheet: Sendable {
             image = try image.derive("bandjoin") { CVipsShim_bandjoin_const1($0, $1, 255) }
         }
         return try image.rgbaPixels()
+    }
+
+    /// What to tell the user when `names` item names have characters no installed
+    /// font has (the first few shown as `U+AC00`), with the fonts that have them.
+    static func uncoveredMessage(_ names: Int, _ characters: [Unicode.Scalar]) -> String? {
+        guard names > 0 else { return nil }
+        // By code point alone: the terminal has no glyph for them either.
+        let shown = characters.map { String(format: "U+%04X", $0.value) }.joined(separator: ", ")
+        return
+            "\(names) item \(names == 1 ? "name has" : "names have") characters no installed font has (\(shown)): they show as boxes; install a font that has them (Debian: fonts-noto-cjk or fonts-droid-fallback for Chinese, Japanese and Korean, fonts-noto-core for other scripts, fonts-symbola for emoji)"
     }
 
     /// Renders a label as a coverage mask (vips_text).
