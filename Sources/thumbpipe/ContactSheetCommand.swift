@@ -41,7 +41,7 @@ enum ContactSheetCommand {
         try reader.checkKeysUnique()
         // Failed items are told from items without a photo by the run's report, when it is there.
         let folder = URL(fileURLWithPath: positionals[0]).deletingLastPathComponent().path
-        let report = try? RunReport.read((folder.isEmpty ? "." : folder) + "/.thumbpipe/report.json")
+        let report = try? RunReport.read(OutputFolder(folder.isEmpty ? "." : folder).layout.report)
         let failures = Dictionary(
             (report?.failures ?? []).map { ($0.itemKey, $0.message) }, uniquingKeysWith: { first, _ in first })
         let paths = try ContactSheet.write(

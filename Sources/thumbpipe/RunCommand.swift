@@ -284,7 +284,7 @@ enum RunCommand {
         // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
         if var info = shardInfo {
             // Bound to the archive it describes: merge refuses a shard.json beside another part's archive.
-            let archive = output + "/" + settings.archive.fileName
+            let archive = OutputFolder(output).layout.archive(settings.archive.fileName)
             info.archiveBytes = FileInfo(path: archive)?.size
             info.archiveHash = ContentHash.file(archive)
             try info.write(in: output)

@@ -147,7 +147,8 @@ struct ChangeClassTests {
         #expect(refused.stderr.split(separator: "\n").contains { $0.hasPrefix("  Lamp (") }, "\(refused.stderr)")
         let plan = try runThumbpipe(["run", one, "-o", out, "--dry-run", "--max-removed", "2"])
         #expect(plan.stdout.contains("  removed\tLamp\tb.jpg\tkb"), "\(plan.stdout)")
-        #expect(!plan.stdout.contains(folder), "no absolute path where the manifest names relative ones: \(plan.stdout)")
+        #expect(
+            !plan.stdout.contains(folder), "no absolute path where the manifest names relative ones: \(plan.stdout)")
         let night = try runThumbpipe([
             "run", one, "-o", out, "-q", "--max-removed", "2", "--log", folder + "/log.jsonl",
         ])

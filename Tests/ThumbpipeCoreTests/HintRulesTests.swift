@@ -83,7 +83,9 @@ struct HintRulesTests {
         Case(
             name: "HEIF far over its share: the decoder's cost, nothing to convert ahead",
             change: {
-                $0.byFormat = [group("HEIF", items: 0.08, time: 0.61, p50: 900), group("JPEG", items: 0.92, time: 0.39)]
+                $0.byFormat = [
+                    group("HEIF", items: 0.08, time: 0.61, p50: 900), group("JPEG", items: 0.92, time: 0.39),
+                ]
             }, expected: "HEIF is the decoder's cost (libheif)", figure: "HEIF: 8 % of items, 61 % of time"),
         Case(
             name: "PNG far over its share: a separate run",
@@ -103,7 +105,8 @@ struct HintRulesTests {
             name: "JPEGs on libvips, slower than the planes, default settings: export as sRGB",
             change: {
                 $0.jpegPaths = [
-                    group("planes", items: 0.84, time: 0.62, p50: 50), group("libvips", items: 0.16, time: 0.38, p50: 170),
+                    group("planes", items: 0.84, time: 0.62, p50: 50),
+                    group("libvips", items: 0.16, time: 0.38, p50: 170),
                 ]
             }, expected: "16 JPEGs were stored through libvips: export those photos as sRGB",
             figure: "p50 170 ms an item against 50 ms on the planes"),
@@ -147,7 +150,8 @@ struct HintRulesTests {
     func noDefaultSettingBlamed() {
         var facts = Self.quiet
         facts.jpegPaths = [
-            Self.group("planes", items: 0.5, time: 0.3, p50: 50), Self.group("libvips", items: 0.5, time: 0.7, p50: 170),
+            Self.group("planes", items: 0.5, time: 0.3, p50: 50),
+            Self.group("libvips", items: 0.5, time: 0.7, p50: 170),
         ]
         let text = HintRules.hints(facts).map(\.text).joined(separator: "\n")
         for setting in PipelineSettings.Store().settingsOffPlanes + ["store.keepMetadata", "store.orientation"] {

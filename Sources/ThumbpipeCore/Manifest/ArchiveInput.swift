@@ -41,7 +41,7 @@ public enum ArchiveInput {
             var item = ManifestItem(
                 line: position + 1, itemName: archived.itemName, serialNumber: archived.serialNumber,
                 valueInDollars: archived.valueInDollars, dateCreated: archived.dateCreated, itemKey: archived.itemKey)
-            let store = (folder.isEmpty ? "." : folder) + "/" + archived.itemKey
+            let store = OutputFolder(folder.isEmpty ? "." : folder).layout.store(key: archived.itemKey)
             if let info = FileInfo(path: store), info.kind == .regular, info.size > 0 {
                 item.image = archived.itemKey
                 item.imagePath = store

@@ -160,8 +160,8 @@ public enum FolderScan {
         formats: ImageFormats
     ) throws {
         let root = absolute(folder)
-        if FileManager.default.fileExists(atPath: root + "/" + archiveFileName)
-            || FileManager.default.fileExists(atPath: root + "/.thumbpipe")
+        if FileManager.default.fileExists(atPath: OutputFolder(root).layout.archive(archiveFileName))
+            || FileManager.default.fileExists(atPath: OutputFolder(root).layout.meta)
         {
             throw ThumbpipeError(
                 .usage,

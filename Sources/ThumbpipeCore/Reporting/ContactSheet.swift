@@ -124,7 +124,8 @@ public struct ContactSheet: Sendable {
                 let missing = fonts.missing(in: item.itemName)
                 if !missing.isEmpty {
                     uncovered.names += 1
-                    for scalar in missing where uncovered.characters.count < 8 && !uncovered.characters.contains(scalar) {
+                    for scalar in missing where uncovered.characters.count < 8 && !uncovered.characters.contains(scalar)
+                    {
                         uncovered.characters.append(scalar)
                     }
                 }

@@ -58,9 +58,9 @@ public enum HTMLReport {
     /// - Throws: ``ThumbpipeError`` (66) without a report, (74) when the page cannot be written.
     @discardableResult
     public static func write(outputFolder: String, to path: OutputTarget? = nil) throws -> String {
-        let report = try RunReport.read(outputFolder + "/.thumbpipe/report.json")
+        let report = try RunReport.read(OutputFolder(outputFolder).layout.report)
         var thumbnails: [String: Data] = [:]
-        let archive = outputFolder + "/" + (report.settings?.archive.fileName ?? "items.archive")
+        let archive = OutputFolder(outputFolder).layout.archive(report.settings?.archive.fileName ?? "items.archive")
         if let reader = try? KeyedArchiveReader(path: archive) {
             for item in report.slowest {
                 guard let position = item.position, position < reader.count,
@@ -87,7 +87,7 @@ public enum HTMLReport {
     /// - Returns: the path written.
     @discardableResult
     public static func write(_ page: String, outputFolder: String, to target: OutputTarget? = nil) throws -> String {
-        let target = target ?? .own(outputFolder + "/.thumbpipe/report.html")
+        let target = target ?? .own(OutputFolder(outputFolder).layout.html)
         try target.write(Data(page.utf8))
         return target.path
     }

@@ -132,7 +132,8 @@ public enum HintRules {
         }
         return [
             RunProfile.Hint(
-                text: "writing store files (flush, close, rename) took \(percent(write / total)) of the stage time: put the output folder on a faster local disk",
+                text:
+                    "writing store files (flush, close, rename) took \(percent(write / total)) of the stage time: put the output folder on a faster local disk",
                 figure: "write: \(seconds(write)) of \(seconds(total))",
                 saves: "most of \(seconds(write))")
         ]
@@ -142,7 +143,8 @@ public enum HintRules {
     static func slowFormats(_ facts: HintFacts) -> [RunProfile.Hint] {
         guard facts.byFormat.count > 1 else { return [] }
         return facts.byFormat.filter { $0.timeShare >= 0.2 && $0.timeShare >= 1.5 * $0.itemShare }.map { group in
-            let figure = "\(group.name): \(percent(group.itemShare)) of items, \(percent(group.timeShare)) of time, p50 \(String(format: "%.0f", group.p50Ms)) ms"
+            let figure =
+                "\(group.name): \(percent(group.itemShare)) of items, \(percent(group.timeShare)) of time, p50 \(String(format: "%.0f", group.p50Ms)) ms"
             if ["HEIF", "AVIF"].contains(group.name) {
                 return RunProfile.Hint(
                     text:

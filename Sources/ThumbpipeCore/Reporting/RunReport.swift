@@ -238,7 +238,7 @@ public struct RunReport: Sendable, Codable {
         } catch {
             throw ThumbpipeError(.software, "cannot encode the report: \(error)")
         }
-        try TemporaryFile.write(data + Data("\n".utf8), to: outputFolder + "/.thumbpipe/report.json")
+        try TemporaryFile.write(data + Data("\n".utf8), to: OutputFolder(outputFolder).layout.report)
         try keepHistory(data + Data("\n".utf8), outputFolder: outputFolder)
         return data
     }
@@ -248,7 +248,7 @@ public struct RunReport: Sendable, Codable {
 
     /// Keeps a copy as `.thumbpipe/reports/<start time>.json`, and only the last ``historyLength``.
     private func keepHistory(_ data: Data, outputFolder: String) throws {
-        let folder = outputFolder + "/.thumbpipe/reports"
+        let folder = OutputFolder(outputFolder).layout.reports
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {

@@ -73,7 +73,7 @@ public enum Merge {
         }
         for (part, info) in zip(parts, infos) {
             guard let hash = info.archiveHash else { continue }
-            let archive = part + "/" + first.archiveFileName
+            let archive = OutputFolder(part).layout.archive(first.archiveFileName)
             guard FileInfo(path: archive)?.size == info.archiveBytes, ContentHash.file(archive) == hash else {
                 throw ThumbpipeError(
                     .dataError,
@@ -81,7 +81,9 @@ public enum Merge {
                 )
             }
         }
-        let readers = try parts.map { try KeyedArchiveReader(path: $0 + "/" + first.archiveFileName) }
+        let readers = try parts.map {
+            try KeyedArchiveReader(path: OutputFolder($0).layout.archive(first.archiveFileName))
+        }
         // The store files' hashes each part's state recorded: a store file replaced since is refused.
         let states = parts.map { part in
             FileManager.default.fileExists(atPath: RunState.path(in: part))
@@ -102,10 +104,10 @@ public enum Merge {
         let lock = try OutputFolder.prepare(output)
         defer { withExtendedLifetime(lock) {} }
         // What an earlier merge into this folder archived: its store files are ours to remove.
-        let archivePath = output + "/" + first.archiveFileName
+        let archivePath = OutputFolder(output).layout.archive(first.archiveFileName)
         var earlierKeys = Set<String>()
         if FileManager.default.fileExists(atPath: archivePath) {
-            guard (try? RunReport.read(output + "/.thumbpipe/report.json"))?.mergedFrom != nil else {
+            guard (try? RunReport.read(OutputFolder(output).layout.report))?.mergedFrom != nil else {
                 throw ThumbpipeError(
                     .cannotCreate, "\(archivePath) exists and was not written by thumbpipe merge; choose another -o")
             }
@@ -117,7 +119,8 @@ public enum Merge {
             }
         }
         let writer = try KeyedArchiveWriter(
-            path: output + "/" + first.archiveFileName, className: first.className, itemCount: first.manifestItems)
+            path: OutputFolder(output).layout.archive(first.archiveFileName), className: first.className,
+            itemCount: first.manifestItems)
         var cursors = [Int](repeating: 0, count: parts.count)
         var result = Result(items: 0, linked: 0, copied: 0)
         do {
@@ -139,7 +142,7 @@ public enum Merge {
                         "\(parts[part]): item \(item.itemKey) belongs to shard \(belongs)/\(first.shards), not \(infos[part].shard): its archive and shard.json do not match"
                     )
                 }
-                let source = parts[part] + "/" + item.itemKey
+                let source = OutputFolder(parts[part]).layout.store(key: item.itemKey)
                 earlierKeys.remove(item.itemKey)
                 if item.thumbnailData != nil {
                     guard let info = FileInfo(path: source, followingLinks: false) else {
@@ -160,7 +163,7 @@ public enum Merge {
                             "\(source): the store file is not the one its part's run wrote (its hash differs from the state's); run that shard again"
                         )
                     }
-                    if try place(source, at: output + "/" + item.itemKey) {
+                    if try place(source, at: OutputFolder(output).layout.store(key: item.itemKey)) {
                         result.linked += 1
                     } else {
                         result.copied += 1
@@ -172,7 +175,7 @@ public enum Merge {
             result.failures = try mergeReports(parts: parts, output: output)
             try writer.finish()
             for key in earlierKeys {
-                if unlink(output + "/" + key) == 0 { result.removed += 1 }
+                if unlink(OutputFolder(output).layout.store(key: key)) == 0 { result.removed += 1 }
             }
         } catch {
             writer.abandon()
@@ -226,7 +229,7 @@ public enum Merge {
         var merged = RunReport()
         merged.mergedFrom = parts
         for part in parts {
-            guard let report = try? RunReport.read(part + "/.thumbpipe/report.json") else { continue }
+            guard let report = try? RunReport.read(OutputFolder(part).layout.report) else { continue }
             merged.counts.items += report.counts.items
             merged.counts.succeeded += report.counts.succeeded
             merged.counts.failed += report.counts.failed
@@ -292,7 +295,7 @@ struct PartSet {
         var set = PartSet(locks: [], infos: [])
         for part in parts {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: part + "/.thumbpipe", isDirectory: &isDirectory),
+            guard FileManager.default.fileExists(atPath: OutputFolder(part).layout.meta, isDirectory: &isDirectory),
                 isDirectory.boolValue
             else {
                 throw NotReady(

@@ -83,7 +83,7 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     }
 
     /// The file's path in an output folder.
-    public static func path(in folder: String) -> String { folder + "/.thumbpipe/shard.json" }
+    public static func path(in folder: String) -> String { OutputFolder(folder).layout.shard }
 
     /// The settings fingerprint of a pipeline.
     public static func fingerprint(_ settings: PipelineSettings) -> String {

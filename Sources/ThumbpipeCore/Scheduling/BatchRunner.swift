@@ -56,7 +56,7 @@ public final class BatchRunner: Sendable {
         let started = Spans.now
         let startTime = Date()
         let lock = try options.lock ?? OutputFolder.prepare(options.outputFolder)
-        let archivePath = options.outputFolder + "/" + settings.archive.fileName
+        let archivePath = OutputFolder(options.outputFolder).layout.archive(settings.archive.fileName)
         let fingerprint = state == nil ? nil : IncrementalPlan.archiveFingerprint(manifest, settings)
         if let unchanged = try runUnchanged(
             started: started, startTime: startTime, archivePath: archivePath, fingerprint: fingerprint,

@@ -217,7 +217,7 @@ public struct IncrementalPlan: Sendable {
                 if thumbnailChange == .code || storeChange == .code { reasons.insert(.codeChanged) }
             }
             if previous.failure == nil && !needsStore {
-                let storePath = outputFolder + "/" + item.itemKey
+                let storePath = OutputFolder(outputFolder).layout.store(key: item.itemKey)
                 let storeStamp = FileStamp(path: storePath)
                 if storeStamp == nil {
                     needsStore = true

@@ -90,7 +90,7 @@ public final class RunState: @unchecked Sendable {
     private let rowSchema: Int64
 
     /// The state file of an output folder.
-    public static func path(in folder: String) -> String { folder + "/.thumbpipe/state.sqlite" }
+    public static func path(in folder: String) -> String { OutputFolder(folder).layout.state }
 
     /// Opens (creating when writable) the state of an output folder.
     /// - Throws: ``ThumbpipeError``: 65 for a state file from a newer thumbpipe or one that

@@ -57,7 +57,7 @@ public enum StateRebuild {
             guard !adopted.contains(key) else { return }
             let position = index.position(of: key)
             let source = position.flatMap { items.hasImage(at: $0) ? items[$0].imagePath : nil }
-            let store = regularFile(folder + "/" + key)
+            let store = regularFile(OutputFolder(folder).layout.store(key: key))
             // Without a photo, a store file or a thumbnail, there is nothing of the item's to adopt.
             guard source != nil || store != nil || thumbnail != nil else { return }
             if store != nil { summary.storeFiles += 1 }
@@ -70,7 +70,7 @@ public enum StateRebuild {
                     storeModified: store?.modified ?? -1, storeHash: "", failure: nil, seconds: 0),
                 thumbnail: thumbnail)
         }
-        let archivePath = folder + "/" + settings.archive.fileName
+        let archivePath = OutputFolder(folder).layout.archive(settings.archive.fileName)
         if OutputGuard.exists(archivePath) {
             do {
                 let reader = try KeyedArchiveReader(path: archivePath)
@@ -89,7 +89,9 @@ public enum StateRebuild {
         // Store files of the manifest's items that the archive does not list (it is lost too).
         for position in items.indices where items.hasImage(at: position) {
             let key = items.itemKey(at: position)
-            if regularFile(folder + "/" + key) != nil { try adopt(key: key, thumbnail: nil, date: nil) }
+            if regularFile(OutputFolder(folder).layout.store(key: key)) != nil {
+                try adopt(key: key, thumbnail: nil, date: nil)
+            }
         }
         try state.commit()
         return summary

@@ -17,7 +17,7 @@ public struct ImageStore: Sendable {
     }
 
     /// The path of the store file for `key`.
-    public func path(forKey key: String) -> String { "\(folder)/\(key)" }
+    public func path(forKey key: String) -> String { OutputFolder(folder).layout.store(key: key) }
 
     /// Encodes a decoded full-size image as a JPEG under a temporary name in the
     /// store's folder; the caller commits it with ``TemporaryFile/commit(to:sync:)``.

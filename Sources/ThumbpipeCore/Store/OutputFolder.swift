@@ -12,7 +12,7 @@ public final class OutputLock: Sendable {
     /// - Throws: ``ThumbpipeError`` (73) when another thumbpipe holds it or it cannot be taken.
     public convenience init(folder: String, recordPid: Bool = true) throws {
         try self.init(folder: folder, shared: false)
-        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: folder + "/.thumbpipe/lock") }
+        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: OutputFolder(folder).layout.lock) }
     }
 
     /// Takes a reader's lock on a finished output (`merge` on its parts): any number
@@ -24,7 +24,7 @@ public final class OutputLock: Sendable {
     }
 
     private init(folder: String, shared: Bool) throws {
-        let meta = folder + "/.thumbpipe"
+        let meta = OutputFolder(folder).layout.meta
         guard let fd = FileDescriptor.open(meta, O_RDONLY | O_DIRECTORY) else {
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(ThumbpipeError.errnoText())")
         }
@@ -32,7 +32,7 @@ public final class OutputLock: Sendable {
             let code = errno
             close(fd)
             if code == EWOULDBLOCK {
-                let pid = (try? String(contentsOfFile: meta + "/lock", encoding: .utf8))?
+                let pid = (try? String(contentsOfFile: OutputFolder(folder).layout.lock, encoding: .utf8))?
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ThumbpipeError(
                     .cannotCreate,
@@ -46,7 +46,7 @@ public final class OutputLock: Sendable {
     /// Takes the lock if the folder already has a `.thumbpipe` (a dry run writes nothing).
     public static func ifPresent(folder: String) throws -> OutputLock? {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder + "/.thumbpipe", isDirectory: &isDirectory),
+        guard FileManager.default.fileExists(atPath: OutputFolder(folder).layout.meta, isDirectory: &isDirectory),
             isDirectory.boolValue
         else { return nil }
         return try OutputLock(folder: folder, recordPid: false)
@@ -55,15 +55,58 @@ public final class OutputLock: Sendable {
     deinit { close(descriptor) }
 }
 
-/// An output folder: how a run prepares and locks it, and the folders thumbpipe makes in it.
-public enum OutputFolder {
+/// An output folder: the one place its layout is spelled (``Layout``), how a run
+/// prepares and locks it, and the claims journal of the store files a run is
+/// about to place.
+public struct OutputFolder: Sendable, Hashable {
+    /// Every path thumbpipe keeps in an output folder. A new output file is one line here.
+    public struct Layout: Sendable, Hashable {
+        /// The output folder itself.
+        public let root: String
+
+        /// The folder of thumbpipe's own files.
+        public var meta: String { root + "/.thumbpipe" }
+        /// The item archive, named by `archive.fileName`.
+        public func archive(_ fileName: String) -> String { root + "/" + fileName }
+        /// The store file of item `key` (one JPEG per item key, beside the archive).
+        public func store(key: String) -> String { root + "/" + key }
+        /// The incremental state (SQLite).
+        public var state: String { meta + "/state.sqlite" }
+        /// The archive's index of item offsets.
+        public var index: String { meta + "/archive.index" }
+        /// The last run's report, and its page.
+        public var report: String { meta + "/report.json" }
+        public var html: String { meta + "/report.html" }
+        /// Earlier runs' reports, one file a run.
+        public var reports: String { meta + "/reports" }
+        /// The pid of the run that holds the folder.
+        public var lock: String { meta + "/lock" }
+        /// Store files about to be placed (``OutputFolder/claim(_:)``).
+        public var claims: String { meta + "/claims" }
+        /// The workers' scratch folders (libvips's spill); nothing in it is ever committed.
+        public var work: String { meta + "/work" }
+        /// A shard's description (`--shard K/N`), read by `merge`.
+        public var shard: String { meta + "/shard.json" }
+        /// The private scratch folder of the worker of `slot`: the one folder its
+        /// sandbox lets it write to, emptied by the parent after each job.
+        public func scratch(slot: Int) -> String { work + "/worker-\(slot + 1)" }
+    }
+
+    /// The folder's path, as the user gave it.
+    public let path: String
+
+    /// The output folder at `path`.
+    public init(_ path: String) { self.path = path }
+
+    /// Where everything is in it.
+    public var layout: Layout { Layout(root: path) }
+
     /// Where the workers' scratch folders are (libvips's spill); nothing in it is
     /// ever committed: the parent writes every file of the output itself.
-    public static func workFolder(_ folder: String) -> String { folder + "/.thumbpipe/work" }
+    public static func workFolder(_ folder: String) -> String { OutputFolder(folder).layout.work }
 
-    /// The private scratch folder of the worker of `slot`: the one folder its
-    /// sandbox lets it write to, emptied by the parent after each job.
-    static func scratchFolder(_ folder: String, slot: Int) -> String { workFolder(folder) + "/worker-\(slot + 1)" }
+    /// The private scratch folder of the worker of `slot`.
+    static func scratchFolder(_ folder: String, slot: Int) -> String { OutputFolder(folder).layout.scratch(slot: slot) }
 
     /// Removes everything inside `folder` (never following a symlink, whatever
     /// bytes the names hold), leaving it empty.
@@ -108,12 +151,16 @@ public enum OutputFolder {
     /// lock, and removes the temporaries of runs that no longer hold it.
     /// - Returns: the lock, held until it is released.
     /// - Throws: ``ThumbpipeError`` (73), also when another thumbpipe holds the folder.
-    public static func prepare(_ folder: String) throws -> OutputLock {
+    public static func prepare(_ folder: String) throws -> OutputLock { try OutputFolder(folder).prepare() }
+
+    /// Creates the folder if needed, checks it can be written, takes its lock, and
+    /// removes the temporaries of runs that no longer hold it.
+    public func prepare() throws -> OutputLock {
+        let folder = path
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: folder + "/.thumbpipe", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(
-                atPath: workFolder(folder), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: layout.meta, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: layout.work, withIntermediateDirectories: true)
         } catch {
             throw ThumbpipeError(
                 .cannotCreate, "\(folder): cannot create output folder: \(ThumbpipeError.describe(error))")
@@ -125,37 +172,42 @@ public enum OutputFolder {
         let lock = try OutputLock(folder: folder)
         // The lock is ours: every temporary here belongs to a run that is gone.
         TemporaryFile.removeStale(in: folder)
-        TemporaryFile.removeStale(in: folder + "/.thumbpipe")
+        TemporaryFile.removeStale(in: layout.meta)
         // Scratch files a killed run's workers left (libvips's spill) go too.
-        empty(workFolder(folder))
+        Self.empty(layout.work)
         return lock
     }
-}
 
-/// Which names in the output folder a run may write.
-public enum OutputGuard {
-    /// The file where a run lists the store files it is about to rename into
-    /// place, before the state records them: a run killed between the two still
-    /// knows them as its own.
-    static func claimsPath(_ folder: String) -> String { folder + "/.thumbpipe/claims" }
-
-    /// Notes that the store file `key` is about to be written.
-    static func claim(_ key: String, in folder: String) {
-        guard let fd = FileDescriptor.open(claimsPath(folder), O_WRONLY | O_CREAT | O_APPEND) else { return }
+    /// Notes that the store file `key` is about to be placed: a run killed between
+    /// the rename and the state's commit still knows the file as its own.
+    func claim(_ key: String) {
+        guard let fd = FileDescriptor.open(layout.claims, O_WRONLY | O_CREAT | O_APPEND) else { return }
         let line = Array((key + "\n").utf8)
         _ = line.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
         close(fd)
     }
 
     /// The store-file names claimed and not yet recorded (by a run that was killed).
-    static func claims(in folder: String) -> Set<String> {
+    func claims() -> Set<String> {
         Set(
-            ((try? String(contentsOfFile: claimsPath(folder), encoding: .utf8)) ?? "").split(separator: "\n").map(
+            ((try? String(contentsOfFile: layout.claims, encoding: .utf8)) ?? "").split(separator: "\n").map(
                 String.init))
     }
 
     /// Forgets the claims once the state holds every item (the end of a run).
-    static func clearClaims(in folder: String) { unlink(claimsPath(folder)) }
+    func clearClaims() { unlink(layout.claims) }
+}
+
+/// Which names in the output folder a run may write.
+public enum OutputGuard {
+    /// Notes that the store file `key` is about to be written (``OutputFolder/claim(_:)``).
+    static func claim(_ key: String, in folder: String) { OutputFolder(folder).claim(key) }
+
+    /// The store-file names claimed and not yet recorded (by a run that was killed).
+    static func claims(in folder: String) -> Set<String> { OutputFolder(folder).claims() }
+
+    /// Forgets the claims once the state holds every item (the end of a run).
+    static func clearClaims(in folder: String) { OutputFolder(folder).clearClaims() }
 
     /// Refuses, before anything is written, a run that would write over a file
     /// it did not write: a key that is a name thumbpipe keeps for itself, a store
@@ -169,7 +221,8 @@ public enum OutputGuard {
     ) throws {
         let file = URL(fileURLWithPath: manifest.path).lastPathComponent
         let folder = realPath(outputFolder) ?? outputFolder
-        let archive = outputFolder + "/" + settings.archive.fileName
+        let layout = OutputFolder(outputFolder).layout
+        let archive = layout.archive(settings.archive.fileName)
         // An archive given as the input (a migration in place) is the user's to replace.
         let archiveIsInput = realPath(archive).map { $0 == realPath(manifest.path) } ?? false
         if state == nil && exists(archive) && !archiveIsInput {
@@ -196,7 +249,7 @@ public enum OutputGuard {
         for position in withImage {
             let item = items[position]
             guard let source = item.imagePath else { continue }
-            let target = folder + "/" + item.itemKey
+            let target = OutputFolder(folder).layout.store(key: item.itemKey)
             // A migrated store file in place: it is its own target, and is not written.
             if item.carried == .storeFile && realPath(source) == target { continue }
             if protected.contains(target) {
@@ -210,7 +263,7 @@ public enum OutputGuard {
             if try state?.record(forKey: item.itemKey) == nil {
                 throw ThumbpipeError.data(
                     file, item.line,
-                    "itemKey '\(item.itemKey)': \(outputFolder)/\(item.itemKey) exists and thumbpipe did not write it; "
+                    "itemKey '\(item.itemKey)': \(layout.store(key: item.itemKey)) exists and thumbpipe did not write it; "
                         + "move it away or choose another output folder or key"
                         + (state == nil ? " (if thumbpipe wrote it and its state was lost: --rebuild-state)" : ""))
             }

@@ -173,7 +173,8 @@ public struct ProtectedPaths: Sendable {
             return "inside \(folder.what) \(folder.path)"
         }
         for output in outputs where real.hasPrefix(output.path + "/") {
-            if real.hasPrefix(output.path + "/.thumbpipe/") || real == output.path + "/" + output.archive
+            let layout = OutputFolder(output.path).layout
+            if real.hasPrefix(layout.meta + "/") || real == layout.archive(output.archive)
                 || info != nil
             {
                 return "one of the output folder's own files (\(output.path))"
