@@ -126,6 +126,10 @@ public struct IncrementalPlan: Sendable {
         var movedFrom: Set<String> = []
         var plan = IncrementalPlan(work: [], removed: [], thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
         plan.work.reserveCapacity(items.count)
+        let rules = ItemLedger.Rules(
+            fingerprints: ItemLedger.Fingerprints(thumbnail: thumbnailFP, store: storeFP, failure: failureFP),
+            force: force, verifyContent: verifyContent, pruneMissing: pruneMissing)
+        let layout = OutputFolder(outputFolder).layout
         for position in items.indices {
             let kind = previousKind[position]
             let recordedFields = previousFields[position]
@@ -133,7 +137,7 @@ public struct IncrementalPlan: Sendable {
             let unrecorded: WorkReasons = kind != 0 && recordedFields == 0 ? .fieldsUnrecorded : []
             guard kind != 0 else {
                 if !movable.isEmpty, let path = items[position].imagePath,
-                    let from = Self.movedSource(path, among: &movable, thumbnail: thumbnailFP, store: storeFP)
+                    let from = ItemFacts.movedSource(path, among: &movable, fingerprints: rules.fingerprints)
                 {
                     movedFrom.insert(from.key)
                     plan.moves[position] = from.key
@@ -147,12 +151,9 @@ public struct IncrementalPlan: Sendable {
                 continue
             }
             guard items.hasImage(at: position) else {
-                let same = kind == 1
-                let reasons: WorkReasons = same ? (fieldsEdited ? .fieldsChanged : .noImage) : .imageRemoved
                 plan.work.append(
-                    ItemWork(
-                        itemClass: same ? (fieldsEdited ? .metadata : .unchanged) : .changed, needsThumbnail: false,
-                        needsStore: false, reasons: reasons.union(unrecorded)))
+                    ItemLedger.classifyWithoutPhoto(
+                        hadPhoto: kind == 2, fieldsEdited: fieldsEdited, unrecorded: unrecorded))
                 continue
             }
             let item = items[position]
@@ -160,91 +161,17 @@ public struct IncrementalPlan: Sendable {
                 plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
                 continue
             }
-            let stamp = FileStamp(path: path)
-            if stamp == nil && !pruneMissing && previous.failure == nil && previous.sourcePath == path
-                && access(path, F_OK) != 0
-            {
-                // Gone for now (an unmounted share, a moved folder): keep what it made,
-                // even under --force, which cannot redo it.
-                plan.work.append(
-                    ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: .sourceMissing))
-                continue
-            }
-            if force || previous.isRebuilt {
-                plan.work.append(
-                    ItemWork(
-                        itemClass: .changed, needsThumbnail: true, needsStore: true,
-                        reasons: force ? .forced : .stateRebuilt))
-                continue
-            }
-            var sourceChanged =
-                previous.sourcePath != path || stamp?.size != previous.sourceSize
-                || stamp?.modified != previous.sourceModified
-            var restamp: (path: String, stamp: FileStamp)? = nil
-            var moved = false
-            if verifyContent || (sourceChanged && previous.sourcePath != path && stamp?.size == previous.sourceSize) {
-                // Content decides, not timestamps: a touched, restored or moved file with
-                // the same bytes is the same source under a new stamp (a new path is
-                // checked even without --verify-content: a move is no reason to decode).
-                let same = !previous.sourceHash.isEmpty && ContentHash.file(path) == previous.sourceHash
-                if sourceChanged && same, let stamp {
-                    restamp = (path, stamp)
-                    moved = previous.sourcePath != path
-                }
-                sourceChanged = !same
-            }
-            if sourceChanged {
-                plan.work.append(
-                    ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .sourceChanged))
-                continue
-            }
-            var reasons: WorkReasons = []
-            var needsThumbnail: Bool
-            var needsStore: Bool
-            if previous.failure != nil {
-                // A failure is kept while neither its source nor the limits change.
-                let retry = previous.failureFingerprint != failureFP
-                if retry { reasons.insert(.limitsChanged) }
-                needsThumbnail = retry
-                needsStore = retry
-            } else {
-                let thumbnailChange = Fingerprint.change(from: previous.thumbnailFingerprint, to: thumbnailFP)
-                let storeChange = Fingerprint.change(from: previous.storeFingerprint, to: storeFP)
-                needsThumbnail = thumbnailChange != nil
-                needsStore = storeChange != nil
-                if thumbnailChange == .settings { reasons.insert(.thumbnailSettingsChanged) }
-                if storeChange == .settings { reasons.insert(.storeSettingsChanged) }
-                if thumbnailChange == .code || storeChange == .code { reasons.insert(.codeChanged) }
-            }
-            if previous.failure == nil && !needsStore {
-                let storePath = OutputFolder(outputFolder).layout.store(key: item.itemKey)
-                let storeStamp = FileStamp(path: storePath)
-                if storeStamp == nil {
-                    needsStore = true
-                    reasons.insert(.storeFileMissing)
-                } else if storeStamp?.size != previous.storeSize || storeStamp?.modified != previous.storeModified
-                    || (verifyContent && ContentHash.file(storePath) != previous.storeHash)
-                {
-                    needsStore = true
-                    reasons.insert(.storeFileDamaged)
-                }
-            }
-            // A source back after missing: nothing to redo, but its record forgets since when.
-            if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
-            let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
-            if !changed {
+            let facts = ItemFacts.gather(
+                path: path, previous: previous, storePath: layout.store(key: item.itemKey), rules: rules)
+            let work = ItemLedger.classify(
+                path: path, previous: previous, facts: facts, fieldsEdited: fieldsEdited, unrecorded: unrecorded,
+                rules: rules)
+            // What an item not redone took when it was made (a kept failure included).
+            if work.sourceUnchanged && !work.needsThumbnail && !work.needsStore && !work.reasons.contains(.sourceBack) {
                 plan.savedSeconds += previous.seconds
                 if previous.failure != nil { plan.keptFailures.append(position) }
             }
-            let itemClass: ItemClass =
-                changed ? .changed : moved ? .moved : fieldsEdited ? .metadata : .unchanged
-            if moved { reasons.insert(.moved) }
-            if fieldsEdited { reasons.insert(.fieldsChanged) }
-            plan.work.append(
-                ItemWork(
-                    itemClass: itemClass, needsThumbnail: needsThumbnail, needsStore: needsStore,
-                    reasons: (reasons.isEmpty ? .unchanged : reasons).union(unrecorded), sourceUnchanged: true,
-                    restamp: restamp))
+            plan.work.append(work)
         }
         let goneRecords = Dictionary(gone.map { ($0.itemKey, $0) }, uniquingKeysWith: { first, _ in first })
         plan.removed = goneKeys.filter { !movedFrom.contains($0) }.map { key in
@@ -254,24 +181,5 @@ public struct IncrementalPlan: Sendable {
                 source: manifest.shown(path))
         }
         return plan
-    }
-
-    /// The gone item whose photo `path` is, by size and then content, if any
-    /// (made with this run's settings and code, so its outputs are this run's):
-    /// taken out of `movable`, with the photo's stamp.
-    private static func movedSource(
-        _ path: String, among movable: inout [Int64: [ItemRecord]], thumbnail: String, store: String
-    ) -> (key: String, stamp: FileStamp)? {
-        guard let stamp = FileStamp(path: path), let candidates = movable[stamp.size], !candidates.isEmpty,
-            let hash = ContentHash.file(path)
-        else { return nil }
-        for (i, record) in candidates.enumerated()
-        where record.sourceHash == hash && record.thumbnailFingerprint == thumbnail
-            && record.storeFingerprint == store && record.missingSince == nil
-        {
-            movable[stamp.size]?.remove(at: i)
-            return (record.itemKey, stamp)
-        }
-        return nil
     }
 }

@@ -1,0 +1,145 @@
+import Foundation
+
+/// The ledger's first decision: an item's class and what to redo, from its
+/// previous record and the facts gathered about it (``ItemFacts``). Pure: the
+/// README's Nightly table is table-tested here, in process.
+extension ItemLedger {
+    /// The run's rules for classifying: its fingerprints and flags.
+    struct Rules: Sendable, Equatable {
+        var fingerprints: Fingerprints
+        /// `--force`: redo everything (but what a missing source cannot redo).
+        var force = false
+        /// `--verify-content`: content decides, not stamps.
+        var verifyContent = false
+        /// `--prune-missing`: a missing source's outputs go.
+        var pruneMissing = false
+    }
+
+    /// Whether an item whose source is gone keeps what its last run made (an
+    /// unmounted share, a moved folder), even under `--force`, which cannot redo it.
+    static func keepsMissingSource(path: String, previous: ItemRecord, facts: ItemFacts, rules: Rules) -> Bool {
+        facts.source == nil && facts.sourceGone && !rules.pruneMissing && previous.failure == nil
+            && previous.sourcePath == path
+    }
+
+    /// Whether the source's stamp (or path) differs from the record's.
+    static func stampChanged(path: String, previous: ItemRecord, stamp: FileStamp?) -> Bool {
+        previous.sourcePath != path || stamp?.size != previous.sourceSize || stamp?.modified != previous.sourceModified
+    }
+
+    /// Whether content must decide: always with `--verify-content`; otherwise for a
+    /// source under a new path with the recorded size (a move is no reason to decode).
+    /// Never under `--force` or for a rebuilt record, which redo the item anyway, nor
+    /// when the record has no hash to compare with.
+    static func needsSourceHash(path: String, previous: ItemRecord, stamp: FileStamp?, rules: Rules) -> Bool {
+        guard !rules.force, !previous.isRebuilt, !previous.sourceHash.isEmpty else { return false }
+        return rules.verifyContent
+            || (stampChanged(path: path, previous: previous, stamp: stamp) && previous.sourcePath != path
+                && stamp?.size == previous.sourceSize)
+    }
+
+    /// The source's verdict: changed, or the same (by stamp, or by content under
+    /// a new stamp or path: then recorded anew, and moved when its path changed).
+    static func sourceVerdict(path: String, previous: ItemRecord, facts: ItemFacts, rules: Rules) -> (
+        changed: Bool, restamp: (path: String, stamp: FileStamp)?, moved: Bool
+    ) {
+        let stampChanged = stampChanged(path: path, previous: previous, stamp: facts.source)
+        let hashDecides =
+            rules.verifyContent
+            || (stampChanged && previous.sourcePath != path && facts.source?.size == previous.sourceSize)
+        guard hashDecides else { return (stampChanged, nil, false) }
+        let same = !previous.sourceHash.isEmpty && facts.sourceHash == previous.sourceHash
+        guard stampChanged && same, let stamp = facts.source else { return (!same, nil, false) }
+        return (false, (path, stamp), previous.sourcePath != path)
+    }
+
+    /// Whether the store file must be looked at: the source is the same, the item
+    /// did not fail, and its store settings did not change (else it is made again).
+    static func checksStoreFile(path: String, previous: ItemRecord, facts: ItemFacts, rules: Rules) -> Bool {
+        guard !rules.force, !previous.isRebuilt, previous.failure == nil,
+            Fingerprint.change(from: previous.storeFingerprint, to: rules.fingerprints.store) == nil
+        else { return false }
+        return !sourceVerdict(path: path, previous: previous, facts: facts, rules: rules).changed
+    }
+
+    /// Among gone items of the photo's size, the one whose photo it is: the same
+    /// content, made with this run's settings and code, and not missing.
+    static func movesFrom(_ candidates: [ItemRecord], size: Int64, hash: String, fingerprints: Fingerprints) -> Int? {
+        candidates.firstIndex {
+            $0.sourceSize == size && $0.sourceHash == hash && $0.thumbnailFingerprint == fingerprints.thumbnail
+                && $0.storeFingerprint == fingerprints.store && $0.missingSince == nil
+        }
+    }
+
+    /// An item without a photo: unchanged, edited, or changed when it lost its photo.
+    /// - Parameter hadPhoto: its record had one.
+    static func classifyWithoutPhoto(hadPhoto: Bool, fieldsEdited: Bool, unrecorded: WorkReasons) -> ItemWork {
+        let reasons: WorkReasons = hadPhoto ? .imageRemoved : (fieldsEdited ? .fieldsChanged : .noImage)
+        return ItemWork(
+            itemClass: hadPhoto ? .changed : (fieldsEdited ? .metadata : .unchanged), needsThumbnail: false,
+            needsStore: false, reasons: reasons.union(unrecorded))
+    }
+
+    /// An item with a photo and a previous record: its class, what to redo and why.
+    /// - Parameters:
+    ///   - fieldsEdited: its name or fields differ from the recorded ones.
+    ///   - unrecorded: `.fieldsUnrecorded` when the record holds no hash of them.
+    static func classify(
+        path: String, previous: ItemRecord, facts: ItemFacts, fieldsEdited: Bool, unrecorded: WorkReasons,
+        rules: Rules
+    ) -> ItemWork {
+        if keepsMissingSource(path: path, previous: previous, facts: facts, rules: rules) {
+            return ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: .sourceMissing)
+        }
+        if rules.force || previous.isRebuilt {
+            return ItemWork(
+                itemClass: .changed, needsThumbnail: true, needsStore: true,
+                reasons: rules.force ? .forced : .stateRebuilt)
+        }
+        let source = sourceVerdict(path: path, previous: previous, facts: facts, rules: rules)
+        if source.changed {
+            return ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .sourceChanged)
+        }
+        var reasons: WorkReasons = []
+        var needsThumbnail: Bool
+        var needsStore: Bool
+        if previous.failure != nil {
+            // A failure is kept while neither its source nor the limits change.
+            let retry = previous.failureFingerprint != rules.fingerprints.failure
+            if retry { reasons.insert(.limitsChanged) }
+            needsThumbnail = retry
+            needsStore = retry
+        } else {
+            let thumbnailChange = Fingerprint.change(
+                from: previous.thumbnailFingerprint, to: rules.fingerprints.thumbnail)
+            let storeChange = Fingerprint.change(from: previous.storeFingerprint, to: rules.fingerprints.store)
+            needsThumbnail = thumbnailChange != nil
+            needsStore = storeChange != nil
+            if thumbnailChange == .settings { reasons.insert(.thumbnailSettingsChanged) }
+            if storeChange == .settings { reasons.insert(.storeSettingsChanged) }
+            if thumbnailChange == .code || storeChange == .code { reasons.insert(.codeChanged) }
+        }
+        if previous.failure == nil && !needsStore {
+            if facts.store == nil {
+                needsStore = true
+                reasons.insert(.storeFileMissing)
+            } else if facts.store?.size != previous.storeSize || facts.store?.modified != previous.storeModified
+                || (rules.verifyContent && facts.storeHash != previous.storeHash)
+            {
+                needsStore = true
+                reasons.insert(.storeFileDamaged)
+            }
+        }
+        // A source back after missing: nothing to redo, but its record forgets since when.
+        if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
+        let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
+        let itemClass: ItemClass =
+            changed ? .changed : source.moved ? .moved : fieldsEdited ? .metadata : .unchanged
+        if source.moved { reasons.insert(.moved) }
+        if fieldsEdited { reasons.insert(.fieldsChanged) }
+        return ItemWork(
+            itemClass: itemClass, needsThumbnail: needsThumbnail, needsStore: needsStore,
+            reasons: (reasons.isEmpty ? .unchanged : reasons).union(unrecorded), sourceUnchanged: true,
+            restamp: source.restamp)
+    }
+}
