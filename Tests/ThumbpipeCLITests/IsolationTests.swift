@@ -111,7 +111,8 @@ struct IsolationTests {
         while process.isRunning && Date() < deadline && !FileManager.default.fileExists(atPath: marker) {
             usleep(5_000)
         }
-        usleep(300_000)
+        // The marker is the event: the worker writes it as it starts to hang.
+        try #require(FileManager.default.fileExists(atPath: marker), "the worker never hung")
         try #require(process.isRunning, "the run ended before the hang")
         let sent = Date()
         kill(process.processIdentifier, SIGTERM)

@@ -278,12 +278,16 @@ struct OutputSafetyTests {
 
     // MARK: - Merge and extract
 
-    /// Runs `manifest` as two shards into `folder/part-K`.
+    /// Runs `manifest` (``shardable()``'s) as two shards into `folder/part-K`: the
+    /// shard with the truncated PNG exits 1 for it and nothing else, the other 0.
     func shards(_ manifest: String, _ folder: String) throws {
+        var statuses: [Int32] = []
         for k in 0..<2 {
             let result = try runThumbpipe(["run", manifest, "--shard", "\(k)/2", "-o", folder + "/part-\(k)", "-q"])
-            #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
+            statuses.append(result.status)
+            if result.status == 1 { #expect(result.stderr.contains("truncated-png"), "\(result.stderr)") }
         }
+        #expect(statuses.sorted() == [0, 1], "one shard has the truncated PNG: \(statuses)")
     }
 
     /// A manifest of 8 fixtures, one of them truncated, and its folder.

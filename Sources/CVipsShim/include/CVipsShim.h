@@ -8,7 +8,10 @@
 // only C can make. thumbpipe's own pixel kernels live in CThumbKernels. Errors
 // are read from vips_error_buffer() by the Swift side, in one place (Vips.swift).
 //
-// Functions returning int return 0 on success and -1 on failure (libvips's convention).
+// The operations that return int return 0 on success and -1 on failure (libvips's
+// convention); the queries return their answer: CVipsShim_get_int its value,
+// CVipsShim_has_field 0 or 1, CVipsShim_loader_shrink_kind 0, 1 or 2 (-1 for an
+// unknown loader).
 #ifndef CVIPSSHIM_H
 #define CVIPSSHIM_H
 
@@ -43,7 +46,8 @@ unsigned long CVipsShim_find_loader_calls(void);
 /// Opens a file through its loader. `shrink` (an integer, for loaders that have
 /// it: JPEG) or `scale` (for loaders that have it: WebP, SVG, PDF) is applied at
 /// load time when > 1 / < 1. `fail_on` is a VipsFailOn value. `sequential`
-/// selects VIPS_ACCESS_SEQUENTIAL. `n_pages` 1 loads the first frame only.
+/// selects VIPS_ACCESS_SEQUENTIAL. A multi-page source loads its first page
+/// (libvips's default `n` of 1: no page option is set).
 int CVipsShim_load(const char *path, int shrink, double scale, int fail_on,
                    int sequential, VipsImage **out);
 

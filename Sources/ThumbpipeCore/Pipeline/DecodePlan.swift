@@ -1,6 +1,9 @@
 import Foundation
 
-/// How one item's source is decoded: the one place that decides it.
+/// How one item's source is decoded, by its size against the canvas: tapped
+/// while streaming, held once in memory, or decoded twice. Which decoder serves
+/// a tap (a YCbCr JPEG's planes or libvips) and how the store is made are
+/// ``StorePath``'s decisions, taken in ``ItemJobRunner`` from this plan.
 ///
 /// Every plan decodes the source's own pixels for the thumbnail; none reads
 /// the store file back, so a thumbnail depends on the source and the

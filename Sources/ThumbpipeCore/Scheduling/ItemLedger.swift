@@ -5,9 +5,12 @@ import Foundation
 /// Built from the manifest item, its planned work and the previous run's record,
 /// it states where each output comes from, what the item's worker is asked to do,
 /// the item's date, and, once the job is done, the archive entry, the state record
-/// and what the report and the log say. It reads no file and starts no process:
-/// the runner gathers the facts (the job's outcome, file stamps) and carries out
-/// what the ledger settles (store files put in place or deleted).
+/// and what the report and the log say. It opens no file and starts no process:
+/// the runner gathers the facts (the job's outcome; the stamps a record needs,
+/// through the closures ``settle(thumbnail:outcome:date:dateGuess:storeInPlace:sourceStamp:storeStamp:logs:now:)``
+/// calls only when it makes one) and carries out what the ledger settles (store
+/// files put in place or deleted). Classifying an item
+/// (``classify(path:previous:facts:fieldsEdited:unrecorded:rules:)``) is as pure.
 struct ItemLedger: Sendable {
     /// Where the item's thumbnail comes from.
     enum ThumbnailSource: Sendable, Equatable {
@@ -207,7 +210,7 @@ struct ItemLedger: Sendable {
                         ?? "its archived thumbnail is not a PNG"
                 }
             }
-            let finished = FinishedItem(index: index, archived: archived(date: date, png: kept), hasImage: false)
+            var finished = FinishedItem(index: index, archived: archived(date: date, png: kept), hasImage: false)
             if let refused {
                 finished.failure = FailureRecord(
                     line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
@@ -241,7 +244,7 @@ struct ItemLedger: Sendable {
         let deletesStore =
             failure != nil && !(item.carried == .storeFile && storeInPlace) && work?.itemClass != .kept
         if failure != nil { png = nil }
-        let finished = FinishedItem(
+        var finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
         if logs {
             finished.log = logEntry(
@@ -321,7 +324,7 @@ struct ItemLedger: Sendable {
     /// was first missed (recorded then, so later nights say the same date).
     private func settleKept(previous: ItemRecord, png: Data, date: Date, logs: Bool, now: Date) -> Settlement {
         let since = Date(timeIntervalSince1970: previous.missingSince ?? now.timeIntervalSince1970)
-        let finished = FinishedItem(
+        var finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
         let message =
             "source missing since \(ISO8601Format.string(since)): its last good thumbnail and store file are kept (--prune-missing drops them)"

@@ -2,11 +2,8 @@ import Foundation
 import Synchronization
 
 /// One finished item, ready for the archive: what the slot that ran it found.
-/// A class: runs of a thousand light items move between threads as references,
-/// not as copies of a large struct. Filled in by the slot that made it, read
-/// only by the sink after it was delivered.
-// @unchecked: written by one slot before delivery, read by the sink after (the hand-over is locked).
-final class FinishedItem: @unchecked Sendable {
+/// Filled in by the slot that made it, handed to the sink as a value.
+struct FinishedItem: Sendable {
     var index: Int
     var archived: ArchivedItem
     var failure: FailureRecord?

@@ -52,8 +52,8 @@ final class Supervisor: Sendable {
     /// A job given to a slot's worker, waiting for its outcome. A slot keeps
     /// the next job queued in its worker's pipe while the worker runs the one
     /// before, so the worker never waits for the parent between items.
-    // @unchecked: its mutable fields are touched only by the slot thread that submitted it.
-    final class Ticket: @unchecked Sendable {
+    // Not Sendable: its mutable fields are touched only by the slot thread that submitted it.
+    final class Ticket {
         let job: ItemJob
         fileprivate let message: Data
         /// The source the parent opened, passed to the worker (again, to a replacement).
@@ -73,8 +73,8 @@ final class Supervisor: Sendable {
 
     /// What a slot has sent and not yet heard back about, oldest first; only
     /// the slot's own thread touches it.
-    // @unchecked: kept in a Mutex to be found, then used by its slot's thread alone.
-    private final class Queue: @unchecked Sendable {
+    // Not Sendable: kept in a Mutex to be found, then used by its slot's thread alone.
+    private final class Queue {
         var pending: [Ticket] = []
         /// When the slot's worker last answered: it starts its next job then.
         var lastReply: UInt64 = 0

@@ -7,8 +7,7 @@ private func glibcSyncFileRange(_ descriptor: Int32, _ offset: Int64, _ count: I
 
 /// A file written under a temporary name in its final folder, flushed, then
 /// renamed into place, so nobody ever sees it half-written.
-// @unchecked: its descriptor changes only in commit/discard, which one thread calls once.
-public final class TemporaryFile: @unchecked Sendable {
+public final class TemporaryFile: Sendable {
     /// The prefix every temporary name carries; item keys cannot start with a
     /// dot, so these never collide with store files.
     public static let prefix = ".thumbpipe-tmp-"
@@ -16,8 +15,12 @@ public final class TemporaryFile: @unchecked Sendable {
 
     /// The temporary path.
     public let path: String
-    /// The open descriptor, or -1 once closed.
-    public private(set) var descriptor: Int32
+    /// The open descriptor, or -1 once closed (atomic: commit or discard closes it once).
+    private let open: Atomic<Int32>
+    public var descriptor: Int32 { open.load(ordering: .acquiring) }
+
+    /// Takes the descriptor out (it is then -1): the one close of it is the caller's.
+    private func takeDescriptor() -> Int32 { open.exchange(-1, ordering: .acquiringAndReleasing) }
 
     /// Creates an empty temporary file under a fresh name in `folder` (O_CREAT | O_EXCL, mode 0644).
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be created.
@@ -26,7 +29,7 @@ public final class TemporaryFile: @unchecked Sendable {
         guard let fd = FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL) else {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }
-        descriptor = fd
+        open = Atomic(fd)
     }
 
     /// Creates the empty temporary file at `path`, a name the caller chose
@@ -37,7 +40,7 @@ public final class TemporaryFile: @unchecked Sendable {
         guard let fd = FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL) else {
             throw ThumbpipeError(.cannotCreate, "\(path): cannot create: \(ThumbpipeError.errnoText())")
         }
-        descriptor = fd
+        open = Atomic(fd)
     }
 
     /// A fresh temporary name in `folder`, of fixed length whatever the final
@@ -47,7 +50,8 @@ public final class TemporaryFile: @unchecked Sendable {
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        let fd = takeDescriptor()
+        if fd >= 0 { close(fd) }
     }
 
     /// Closes the file, leaving it under its temporary name, unflushed, for
@@ -55,8 +59,7 @@ public final class TemporaryFile: @unchecked Sendable {
     /// writer (a worker) goes on to its next item while the disk catches up.
     /// - Throws: ``ThumbpipeError`` (74); the temporary is removed.
     public func closeForCommit() throws {
-        let fd = descriptor
-        descriptor = -1
+        let fd = takeDescriptor()
         if close(fd) != 0 {
             let reason = ThumbpipeError.errnoText()
             unlink(path)
@@ -123,8 +126,7 @@ public final class TemporaryFile: @unchecked Sendable {
         if sync, let code = FileDescriptor.sync(descriptor) {
             throw ThumbpipeError(.ioError, "\(path): flush failed: \(ThumbpipeError.errnoText(code))")
         }
-        let fd = descriptor
-        descriptor = -1
+        let fd = takeDescriptor()
         if close(fd) != 0 {
             unlink(path)
             throw ThumbpipeError(.ioError, "\(path): close failed: \(ThumbpipeError.errnoText())")
@@ -138,9 +140,9 @@ public final class TemporaryFile: @unchecked Sendable {
 
     /// Closes and removes the temporary.
     public func discard() {
-        if descriptor >= 0 {
-            close(descriptor)
-            descriptor = -1
+        let fd = takeDescriptor()
+        if fd >= 0 {
+            close(fd)
         }
         unlink(path)
     }
