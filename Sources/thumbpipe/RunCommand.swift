@@ -128,9 +128,6 @@ enum RunCommand {
             overrides.append((String(pair[..<eq]), String(pair[pair.index(after: eq)...]), .file))
         }
         let positionals = try args.finish(command: "run")
-        if runId != nil && shard == nil {
-            throw ThumbpipeError(.usage, "--run-id goes with --shard K/N (it names the run a part belongs to)")
-        }
         if json && !dryRun {
             throw ThumbpipeError(
                 .usage, "--json goes with --dry-run (a run's figures are in OUT/.thumbpipe/report.json)")
@@ -142,8 +139,55 @@ enum RunCommand {
                     ? "run needs a MANIFEST (see 'thumbpipe run --help')"
                     : "run takes one MANIFEST, got \(positionals.count)")
         }
+        var request = RunRequest(
+            input: positionals[0], output: OutputFolder(output),
+            settings: try settings(pipelineName, overrides: overrides), jobs: jobs)
+        request.recursive = recursive
+        request.extensions = extensions
+        request.shard = shard
+        request.runId = runId
+        request.force = force
+        request.verifyContent = verifyContent
+        request.pruneMissing = pruneMissing
+        request.rebuildState = rebuildState
+        request.maxRemoved = maxRemoved
+        request.sandbox = sandbox
+        request.html = !noHTML
+        request.standardInputClosed = standardInputClosed
 
-        var settings = try PipelineCatalog().resolve(pipelineName).settings
+        let run = try Run.prepare(request, notice: terminal.diagnostic)
+        for warning in run.fullManifest.warnings { terminal.warning(warning) }
+        // --log and --trace never write over what the run reads or owns.
+        let protected = run.protectedPaths
+        let logTarget = try logPath.map { try OutputTarget.resolve($0, for: "--log", protecting: protected) }
+        let traceTarget = try tracePath.map { try OutputTarget.resolve($0, for: "--trace", protecting: protected) }
+        if let logTarget, let traceTarget, logTarget.kind == .file, logTarget.path == traceTarget.path {
+            throw ThumbpipeError(.usage, "--log and --trace name the same file \(logTarget.path)")
+        }
+        if dryRun {
+            let (plan, change) = try run.plan()
+            try printPlan(plan, manifest: run.manifest, json: json, settingsChange: change)
+            return 0
+        }
+        let log = try logTarget.map { try ItemLog(target: $0) }
+        let trace = try traceTarget.map { try TraceWriter(target: $0, workers: jobs, sampleEvery: traceSample) }
+        let cancel = CancellationFlag()
+        signals.forward(to: cancel)
+        let result = try run.execute(
+            hooks: hooks(run, terminal: terminal, log: log), cancel: cancel, trace: trace, warn: terminal.warning)
+        try log?.finish()
+        printSummary(result, run: run, trace: trace, terminal: terminal)
+        let failed = result.failures.count
+        let known = result.failures.filter { $0.known == true }.count
+        // A nightly job asks to hear only of news: failures it has not seen before.
+        return (exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0
+    }
+
+    /// The pipeline `name` with the command line's settings over it, checked.
+    static func settings(
+        _ name: String, overrides: [(key: String, value: String, origin: SettingDescription.Origin)]
+    ) throws -> PipelineSettings {
+        var settings = try PipelineCatalog().resolve(name).settings
         for (key, value, origin) in overrides {
             let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
             do {
@@ -157,90 +201,16 @@ enum RunCommand {
         } catch let error as ThumbpipeError {
             throw ThumbpipeError(.usage, error.message)
         }
+        return settings
+    }
 
-        var scanned: FolderScan.Result? = nil
-        let fullManifest = try loadManifest(
-            positionals[0], recursive: recursive, extensions: extensions, settings: settings, output: output,
-            terminal: terminal, scanned: &scanned)
-        for warning in fullManifest.warnings { terminal.warning(warning) }
-        var manifest = fullManifest
-        var shardInfo: ShardInfo? = nil
-        if let shard {
-            let (part, positions) = shard.select(fullManifest)
-            manifest = part
-            shardInfo = ShardInfo(
-                manifestHash: ContentHash.file(fullManifest.path) ?? "", manifestItems: fullManifest.items.count,
-                settingsFingerprint: ShardInfo.fingerprint(settings), className: settings.archive.className,
-                archiveFileName: settings.archive.fileName, shard: shard.index, shards: shard.count,
-                positions: positions, runId: runId)
-        }
-        let manifestName = URL(fileURLWithPath: manifest.path).lastPathComponent
-        // --log and --trace never write over what the run reads or owns.
-        var protected = ProtectedPaths()
-        if positionals[0] != "-" { protected.protect(file: positionals[0], as: "the manifest") }
-        let items = fullManifest.items
-        protected.protect(files: { items.indices.compactMap { items[$0].imagePath } }, as: "a source of the run")
-        protected.protect(outputFolder: output, archiveFileName: settings.archive.fileName)
-        let logTarget = try logPath.map { try OutputTarget.resolve($0, for: "--log", protecting: protected) }
-        let traceTarget = try tracePath.map { try OutputTarget.resolve($0, for: "--trace", protecting: protected) }
-        if let logTarget, let traceTarget, logTarget.kind == .file, logTarget.path == traceTarget.path {
-            throw ThumbpipeError(.usage, "--log and --trace name the same file \(logTarget.path)")
-        }
-
-        if dryRun {
-            let lock = try OutputLock.ifPresent(folder: output)
-            defer { withExtendedLifetime(lock) {} }
-            let statePath = RunState.path(in: output)
-            let state =
-                FileManager.default.fileExists(atPath: statePath) ? try RunState(folder: output, readOnly: true) : nil
-            // What the run would refuse, the dry run refuses alike (a reserved key, a file in the way).
-            try OutputGuard.check(manifest: manifest, settings: settings, state: state, outputFolder: output)
-            let plan = try IncrementalPlan.make(
-                manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
-                verifyContent: verifyContent, pruneMissing: pruneMissing)
-            try plan.checkRemovals(
-                limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
-            let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan)
-            try printPlan(plan, manifest: manifest, json: json, settingsChange: change)
-            return 0
-        }
-        let memory = settings.limits.workerMemoryBytes
-        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: RunOptions.currentExecutable),
-            memory < minimum
-        {
-            throw ThumbpipeError(
-                .usage,
-                "limits.workerMemoryBytes is \(memory >> 20) MiB, but a worker maps about \((minimum >> 20) - 128) MiB "
-                    + "before it reads any image: set at least \(minimum) (\(minimum >> 20) MiB), or 0 for no limit")
-        }
-        let support = Sandbox.probe()
-        try Sandbox.check(sandbox, support: support)
-        let lock = try OutputFolder.prepare(output)
-        if rebuildState {
-            let rebuilt = try StateRebuild.run(folder: output, manifest: manifest, settings: settings)
-            terminal.warning(rebuilt.description)
-        }
-        // A refused run leaves no state behind: the next one is refused alike.
-        let previousState =
-            FileManager.default.fileExists(atPath: RunState.path(in: output)) ? try RunState(folder: output) : nil
-        try OutputGuard.check(manifest: manifest, settings: settings, state: previousState, outputFolder: output)
-        let state = try previousState ?? RunState(folder: output)
-        let plan = try IncrementalPlan.make(
-            manifest: manifest, settings: settings, state: state, outputFolder: output, force: force,
-            verifyContent: verifyContent, pruneMissing: pruneMissing)
-        try plan.checkRemovals(
-            limit: maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName, output: output)
-        // Never a silent revert: a setting that differs from the last run's is said first.
-        if let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan) {
-            terminal.warning(change.description)
-        }
-        var options = RunOptions(outputFolder: output, jobs: jobs, lock: lock)
-        options.sandbox = sandbox
-        let log = try logTarget.map { try ItemLog(target: $0) }
+    /// What the terminal and `--log` hear as items finish.
+    static func hooks(_ run: Run, terminal: Terminal, log: ItemLog?) -> RunHooks {
+        let manifestName = run.manifestName
+        let total = run.manifest.items.count
         var onItem: (@Sendable (ItemLogEntry) -> Void)? = nil
         if let log { onItem = { entry in log.write(entry) } }
-        let total = manifest.items.count
-        let hooks = RunHooks(
+        return RunHooks(
             onFailure: { failure in
                 terminal.countFailure()
                 terminal.diagnostic(
@@ -254,100 +224,5 @@ enum RunCommand {
             },
             onProgress: { done in terminal.progress(done: done, total: total) },
             onItem: onItem)
-        let trace = try traceTarget.map { try TraceWriter(target: $0, workers: jobs, sampleEvery: traceSample) }
-        let runner = BatchRunner(
-            manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
-            hooks: hooks)
-        let cancel = CancellationFlag()
-        signals.forward(to: cancel)
-
-        // The page is drawn on its own thread while the run writes its archive and state.
-        let page = Mutex<String?>(nil)
-        let drawn = DispatchGroup()
-        let result = try runner.run(cancel: cancel) { result in
-            var report = RunReport(
-                result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            report.sandbox = result.sandbox ?? Sandbox.describe(sandbox, support: support)
-            report.leftOut = scanned.map(RunReport.LeftOut.init)
-            let json = try report.write(outputFolder: output)
-            let written = report
-            if !noHTML {
-                drawn.enter()
-                Thread {
-                    let html = try? HTMLReport.render(justRun: written, written: json)
-                    page.withLock { $0 = html }
-                    drawn.leave()
-                }.start()
-            }
-        }
-        // After the archive is in place, under the run's lock: a part killed before
-        // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
-        if var info = shardInfo {
-            // Bound to the archive it describes: merge refuses a shard.json beside another part's archive.
-            let archive = OutputFolder(output).layout.archive(settings.archive.fileName)
-            info.archiveBytes = FileInfo(path: archive)?.size
-            info.archiveHash = ContentHash.file(archive)
-            try info.write(in: output)
-        }
-        try SettingsChange.record(settings, in: state)
-        if let log {
-            for item in plan.removed { log.write(ItemLogEntry(removed: item)) }
-            try log.finish()
-        }
-        if !noHTML {
-            do {
-                drawn.wait()
-                if let html = page.withLock({ $0 }) {
-                    try HTMLReport.write(html, outputFolder: output)
-                } else {
-                    try HTMLReport.write(outputFolder: output)
-                }
-            } catch {
-                terminal.warning("report.html not written: \(error)")
-            }
-        }
-        if result.classes.contains(where: { $0.key != .new && $0.value > 0 }) {
-            terminal.diagnostic("thumbpipe: \(result.planSummary); \(result.decodedItems) decoded")
-            for move in result.moved.prefix(20) {
-                terminal.diagnostic("  moved: \(Terminal.shown(move.itemName)) \(move.from) → \(move.to)")
-            }
-            if result.moved.count > 20 {
-                terminal.diagnostic("  moved: … and \(result.moved.count - 20) more (see report.json)")
-            }
-            if !result.removed.isEmpty {
-                terminal.diagnostic(IncrementalPlan.list(result.removed, limit: 20, prefix: "  removed: "))
-            }
-        }
-        if let trace, trace.droppedItems > 0 {
-            terminal.warning(
-                "the trace reached its \(TraceWriter.defaultByteLimit >> 20) MB cap: \(trace.droppedItems) items after it are not in it; --trace-sample N traces one item in N over the whole run"
-            )
-        }
-        if !result.duplicates.isEmpty {
-            let items = result.duplicates.reduce(0) { $0 + $1.count }
-            let capped = items >= RunState.duplicateItemLimit
-            let count = capped ? "at least \(items)" : "\(items)"
-            terminal.diagnostic(
-                "thumbpipe: \(count) items share their photo with another (the same content): "
-                    + DuplicateItem.line(result.duplicates.map { $0.map(\.itemName) })
-                    + (result.duplicates.count > 5 || capped ? " (see duplicates in the report)" : ""))
-        }
-        if result.datesFromFileTimeCount > 0 {
-            terminal.diagnostic(
-                "thumbpipe: \(result.datesFromFileTimeCount) items are dated by their file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
-            )
-        }
-        let failed = result.failures.count
-        let known = result.failures.filter { $0.known == true }.count
-        // The wall time of the whole command (planning, state, archive and report included),
-        // not only the items' part: what a user timing the night sees.
-        let wall = Date().timeIntervalSince(processStarted)
-        let rate = Double(total) / max(wall, 1e-9)
-        terminal.diagnostic(
-            "thumbpipe: \(total) items in \(String(format: "%.2f", wall)) s (\(String(format: "%.1f", rate)) items/s): "
-                + "\(result.succeeded) done\(result.warnings.isEmpty ? "" : " (\(result.warnings.count) with warnings)"), \(failed) failed\(known > 0 ? " (\(known) known from earlier runs)" : ""), \(result.withoutImage) without image → \(output)/\(settings.archive.fileName)"
-        )
-        // A nightly job asks to hear only of news: failures it has not seen before.
-        return (exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0
     }
 }

@@ -1,14 +1,18 @@
 import Foundation
-import ThumbpipeCore
 
-extension RunCommand {
-    /// The manifest `run` was given: a file, a folder of photos, or `-` for standard input.
+extension Run {
+    /// The manifest a run was given: a file, a folder of photos, an app's
+    /// `items.archive`, or `-` for a JSONL manifest on standard input.
+    /// - Parameters:
+    ///   - scanned: a folder run's scan (what it left out goes into the report).
+    ///   - notice: what the user should hear of the input (files skipped, thumbnails kept).
     static func loadManifest(
-        _ input: String, recursive: Bool, extensions: Set<String>?, settings: PipelineSettings, output: String,
-        terminal: Terminal, scanned: inout FolderScan.Result?
+        _ request: RunRequest, scanned: inout FolderScan.Result?, notice: (String) -> Void
     ) throws -> Manifest {
+        let input = request.input
+        let settings = request.settings
         if input == "-" {
-            if standardInputClosed {
+            if request.standardInputClosed {
                 throw ThumbpipeError(
                     .noInput, "standard input is closed: give it a JSONL manifest (thumbpipe run - < items.jsonl)")
             }
@@ -22,27 +26,28 @@ extension RunCommand {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
             let found = try FolderScan.scan(
-                [input], recursive: recursive, extensions: extensions, formats: settings.limits.formats)
+                [input], recursive: request.recursive, extensions: request.extensions,
+                formats: settings.limits.formats)
             try FolderScan.checkRunInput(
-                input, result: found, recursive: recursive, output: output,
+                input, result: found, recursive: request.recursive, output: request.output.path,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
-            if let skipped = found.skippedSummary { terminal.diagnostic("thumbpipe: \(input): \(skipped)") }
+            if let skipped = found.skippedSummary { notice("thumbpipe: \(input): \(skipped)") }
             scanned = found
             let state =
-                FileManager.default.fileExists(atPath: RunState.path(in: output))
-                ? try RunState(folder: output, readOnly: true) : nil
+                FileManager.default.fileExists(atPath: request.output.layout.state)
+                ? try RunState(folder: request.output.path, readOnly: true) : nil
             let (result, _) = try FolderScan.keepingVanishedFolders(found, root: input, state: state)
             return FolderScan.manifest(result, name: input)
         }
         if ArchiveInput.isArchive(input) {
             let result = try ArchiveInput.read(input)
             if result.keptThumbnails > 0 {
-                terminal.diagnostic(
+                notice(
                     "thumbpipe: \(result.keptThumbnails) items have no store file in \(URL(fileURLWithPath: input).deletingLastPathComponent().path): their archived thumbnails are kept as they are"
                 )
             }
             if result.legacyThumbnails > 0 {
-                terminal.diagnostic(
+                notice(
                     "thumbpipe: \(result.legacyThumbnails) items archived a UIImage thumbnail (first edition): made again as thumbnailData from their store files"
                 )
             }
