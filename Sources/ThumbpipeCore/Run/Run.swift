@@ -31,6 +31,9 @@ public struct RunRequest: Sendable {
     public var html = true
     /// Standard input was closed when the process started (`run - <&-`).
     public var standardInputClosed = false
+    /// The `thumbpipe` executable the workers run (`thumbpipe __worker`); nil for
+    /// this process's own, which a library user that is not thumbpipe must set.
+    public var workerExecutable: String? = nil
 
     /// A request to run `input` into `output` with `settings`, a worker per core.
     public init(
@@ -141,7 +144,8 @@ public final class Run: Sendable {
         let settings = request.settings
         let output = request.output
         let memory = settings.limits.workerMemoryBytes
-        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: RunOptions.currentExecutable),
+        let executable = request.workerExecutable ?? RunOptions.currentExecutable
+        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: executable),
             memory < minimum
         {
             throw ThumbpipeError(
@@ -165,7 +169,8 @@ public final class Run: Sendable {
         if let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan) {
             warn(change.description)
         }
-        var options = RunOptions(outputFolder: output.path, jobs: request.jobs, lock: lock)
+        var options = RunOptions(
+            outputFolder: output.path, jobs: request.jobs, workerExecutable: executable, lock: lock)
         options.sandbox = request.sandbox
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
