@@ -64,7 +64,8 @@ struct LibraryRunTests {
             #expect(FileManager.default.fileExists(atPath: OutputFolder(folder + "/part-\(k)").layout.shard))
         }
         #expect(sizes.reduce(0, +) == 4)
-        _ = try Merge.run(parts: [folder + "/part-0", folder + "/part-1"], output: folder + "/merged", runId: "night-1")
+        _ = try Merge.run(
+            parts: [folder + "/part-0", folder + "/part-1"], output: folder + "/merged", runId: "night-1")
         let whole = try runThumbpipe(["run", manifest, "-o", folder + "/whole", "-q"])
         #expect(whole.status == 0, "\(whole.stderr)")
         #expect(

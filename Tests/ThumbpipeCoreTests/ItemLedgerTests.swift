@@ -53,6 +53,7 @@ struct ItemLedgerTests {
         if failure == nil {
             outcome.thumbnail = thumbnail
             outcome.storeWritten = true
+            outcome.store = Data([0xFF, 0xD8, 0xFF, 0xD9])
             outcome.storeHash = "SH1"
             outcome.decoded = true
         }
@@ -132,11 +133,18 @@ struct ItemLedgerTests {
     )
     func previousRecord() {
         let new = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
-        #expect(!new.replacesStoreFile(claimedBefore: false), "a file at a new item's name appeared during the run")
-        #expect(new.replacesStoreFile(claimedBefore: true), "a killed run's claimed file is thumbpipe's")
+        let made = Self.outcome(header: nil)
+        #expect(
+            new.storeEffectAfterJob(outcome: made, thumbnail: .success(Self.png), claimedBefore: false)
+                == .commitWritten(replacing: false), "a file at a new item's name appeared during the run")
+        #expect(
+            new.storeEffectAfterJob(outcome: made, thumbnail: .success(Self.png), claimedBefore: true)
+                == .commitWritten(replacing: true), "a killed run's claimed file is thumbpipe's")
         let changed = Self.ledger(
             Self.item(), Self.work(.changed, thumbnail: true, store: true, .sourceChanged), previous: Self.previous())
-        #expect(changed.replacesStoreFile(claimedBefore: false))
+        #expect(
+            changed.storeEffectAfterJob(outcome: made, thumbnail: .success(Self.png), claimedBefore: false)
+                == .commitWritten(replacing: true))
         #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: Self.work(.new, thumbnail: true, store: true, .new)))
         #expect(!ItemLedger.needsPreviousRecord(Self.item(), work: nil))
         #expect(
@@ -188,7 +196,9 @@ struct ItemLedgerTests {
         let ledger = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
         let outcome = Self.outcome(header: Self.exif)
         let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: nil)
-        #expect(ledger.keepsWrittenStore(thumbnail))
+        #expect(
+            ledger.storeEffectAfterJob(outcome: outcome, thumbnail: thumbnail, claimedBefore: false)
+                == .commitWritten(replacing: false))
         let settled = ledger.settle(
             thumbnail: thumbnail, outcome: outcome, date: Self.exif, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { FileStamp(size: 31, modified: 41) }, logs: true)
@@ -215,7 +225,12 @@ struct ItemLedgerTests {
             Self.item(), Self.work(.changed, thumbnail: true, store: true, .sourceChanged), previous: Self.previous())
         let outcome = Self.outcome(header: nil, failure: ItemFailure(.decode, "truncated JPEG"))
         let thumbnail = ledger.thumbnailResult(outcome: outcome, reused: .success(Self.png))
-        #expect(!ledger.keepsWrittenStore(thumbnail), "a failed item's store file never goes into place")
+        var written = outcome
+        written.storeWritten = true
+        written.store = Data([0xFF])
+        #expect(
+            ledger.storeEffectAfterJob(outcome: written, thumbnail: thumbnail, claimedBefore: false) == .discardWritten,
+            "a failed item's store file never goes into place")
         let settled = ledger.settle(
             thumbnail: thumbnail, outcome: outcome, date: Self.fileTime, dateGuess: "no EXIF date", storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { FileStamp(size: 1, modified: 1) }, logs: true)
@@ -234,14 +249,17 @@ struct ItemLedgerTests {
     func settleTransientAndInPlace() {
         let ledger = Self.ledger(Self.item(carried: .storeFile), Self.work(.new, thumbnail: true, store: true, .new))
         let outcome = Self.outcome(header: nil, failure: ItemFailure(.timeout, "timed out", transient: true))
-        #expect(!ledger.placesCarriedStore(outcome))
+        #expect(ledger.storeEffectAfterJob(outcome: outcome, thumbnail: nil, claimedBefore: false) == .none)
         let settled = ledger.settle(
             thumbnail: ledger.thumbnailResult(outcome: outcome, reused: nil), outcome: outcome, date: Self.now,
             dateGuess: nil, storeInPlace: true, sourceStamp: { nil }, storeStamp: { nil }, logs: false)
         #expect(settled.finished.forget && settled.finished.record == nil)
         #expect(!settled.deletesStore, "the user's own store file, in place, is never deleted")
         #expect(settled.finished.log == nil)
-        #expect(ledger.placesCarriedStore(Self.outcome(header: nil)))
+        var carried = Self.outcome(header: nil)
+        carried.storeWritten = false
+        carried.store = nil
+        #expect(ledger.storeEffectAfterJob(outcome: carried, thumbnail: nil, claimedBefore: false) == .placeCarried)
     }
 
     @Test("Unchanged items settle from the record: the reused thumbnail or failure, no new record")
@@ -332,6 +350,45 @@ struct ItemLedgerTests {
             thumbnail: nil, outcome: nil, date: Self.manifestDate, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: false)
         #expect(again.finished.record == nil && again.finished.archived.thumbnailData == nil)
+    }
+
+    @Test("Effects and their facts: a file that appeared fails the item for this run and stays; a carried file's hash")
+    func storeFacts() {
+        let new = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
+        var outcome = Self.outcome(header: nil)
+        var thumbnail: Result<Data, ItemFailure>? = .success(Self.png)
+        let keep = new.apply(
+            .appeared(path: "/out/k"), effect: .commitWritten(replacing: false), to: &outcome, thumbnail: &thumbnail)
+        #expect(keep, "a file thumbpipe did not write is not deleted either")
+        #expect(!outcome.storeWritten && outcome.failure?.transient == true)
+        #expect(outcome.failure?.message.hasPrefix("/out/k appeared during the run") == true)
+        if case .failure = thumbnail {} else { Issue.record("the item failed: \(String(describing: thumbnail))") }
+        let carrying = Self.ledger(Self.item(carried: .storeFile), Self.work(.new, thumbnail: true, store: true, .new))
+        var placed = ItemOutcome()
+        var none: Result<Data, ItemFailure>? = nil
+        let stamp = FileStamp(size: 5, modified: 6)
+        #expect(
+            !carrying.apply(
+                .placed(hash: "CH", sourceStamp: stamp), effect: .placeCarried, to: &placed, thumbnail: &none))
+        #expect(placed.storeWritten && placed.storeHash == "CH" && placed.sourceHash == "CH")
+        #expect(placed.sourceStamp == stamp)
+        var discarded = Self.outcome(header: nil)
+        _ = new.apply(.done, effect: .discardWritten, to: &discarded, thumbnail: &thumbnail)
+        #expect(!discarded.storeWritten)
+    }
+
+    @Test("A reused thumbnail: the recorded failure, the state's PNG, or a failure when the state lost it")
+    func reused() {
+        let ledger = Self.ledger(
+            Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: Self.previous())
+        #expect(ledger.reusedThumbnail(recorded: Self.previous(), png: Self.png) == .success(Self.png))
+        var failed = Self.previous()
+        failed.failure = ItemFailure(.decode, "bad")
+        #expect(ledger.reusedThumbnail(recorded: failed, png: nil) == .failure(ItemFailure(.decode, "bad")))
+        #expect(
+            ledger.reusedThumbnail(recorded: Self.previous(), png: nil)
+                == .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state")))
+        #expect(ledger.storeEffectBeforeJob(reused: .success(Self.png)) == .none, "not a moved item")
     }
 }
 

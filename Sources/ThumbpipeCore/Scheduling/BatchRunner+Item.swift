@@ -34,13 +34,14 @@ extension BatchRunner {
         let ledger = ItemLedger(
             item: item, index: index, work: work, previous: previous, fingerprints: fingerprints,
             manifestDate: manifest.modificationDate, recordsState: state != nil, movedFrom: movedFrom)
-        let reused =
-            ledger.thumbnail == .reuse ? previous.map { reusedThumbnail(movedFrom ?? item.itemKey, previous: $0) } : nil
-        if case .move(let from) = ledger.store, case .success = reused {
-            // The photo's store file under its new name: linked, or copied where links cannot be.
-            if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-            _ = try Merge.place(store.path(forKey: from), at: store.path(forKey: item.itemKey))
+        let reused = previous.flatMap { previous in
+            ledger.thumbnail == .reuse
+                ? ledger.reusedThumbnail(
+                    recorded: previous,
+                    png: previous.failure == nil ? try? state?.thumbnail(forKey: movedFrom ?? item.itemKey) : nil)
+                : nil
         }
+        _ = try carryOut(ledger.storeEffectBeforeJob(reused: reused), for: ledger, bytes: nil)
         guard let path = item.imagePath, !ledger.settlesWithoutJob else {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
@@ -71,53 +72,14 @@ extension BatchRunner {
             throw ThumbpipeError(.ioError, "\(store.path(forKey: item.itemKey)): \(message)")
         }
         var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
-        var appeared = false
-        if outcome.storeWritten, let bytes = outcome.store {
-            outcome.store = nil
-            if ledger.keepsWrittenStore(thumbnail) {
-                var spans = Spans()
-                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-                let target = store.path(forKey: item.itemKey)
-                try spans.measure(.write) {
-                    // The parent writes every byte it commits: the ones it checked.
-                    let file = try TemporaryFile(in: options.outputFolder)
-                    do {
-                        try bytes.withUnsafeBytes { try file.write($0) }
-                        try file.closeForCommit()
-                    } catch {
-                        file.discard()
-                        throw error
-                    }
-                    appeared = try !TemporaryFile.commitClosed(
-                        file.path, to: target,
-                        replacing: ledger.replacesStoreFile(claimedBefore: claimedBefore.contains(item.itemKey)))
-                }
-                outcome.spans.append(spans)
-                if appeared {
-                    outcome.storeWritten = false
-                    let failure = ItemFailure(
-                        .write, "\(target) appeared during the run; thumbpipe does not replace a file it did not write",
-                        transient: true)
-                    outcome.failure = failure
-                    thumbnail = .failure(failure)
-                }
-            } else {
-                outcome.storeWritten = false
-            }
-        }
-        if ledger.placesCarriedStore(outcome) {
-            var spans = Spans()
-            let target = store.path(forKey: item.itemKey)
-            try spans.measure(.write) {
-                if state != nil { OutputGuard.claim(item.itemKey, in: options.outputFolder) }
-                _ = try Merge.place(job.source, at: target)
-            }
-            outcome.spans.append(spans)
-            outcome.storeWritten = true
-            outcome.storeHash = ContentHash.file(target)
-            if outcome.sourceStamp == nil { outcome.sourceStamp = FileStamp(path: job.source) }
-            if outcome.sourceHash == nil { outcome.sourceHash = outcome.storeHash }
-        }
+        let effect = ledger.storeEffectAfterJob(
+            outcome: outcome, thumbnail: thumbnail, claimedBefore: claimedBefore.contains(item.itemKey))
+        let bytes = outcome.store
+        outcome.store = nil
+        var spans = Spans()
+        let fact = try spans.measure(.write) { try carryOut(effect, for: ledger, bytes: bytes) }
+        if effect != .none && effect != .discardWritten { outcome.spans.append(spans) }
+        let keepStore = ledger.apply(fact, effect: effect, to: &outcome, thumbnail: &thumbnail)
         // After the parent's write, so the trace has the same spans as the report.
         trace?.record(
             outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
@@ -129,7 +91,8 @@ extension BatchRunner {
             })
         let (date, guess) = ledger.date(
             read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
-        return settle(ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: appeared)
+        return settle(
+            ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: keepStore)
     }
 
     /// Settles an item by its ledger with the facts only the file system knows,
@@ -152,11 +115,39 @@ extension BatchRunner {
         return settlement.finished
     }
 
-    /// The previous run's thumbnail (or failure) of an item whose thumbnail is not redone.
-    private func reusedThumbnail(_ key: String, previous: ItemRecord) -> Result<Data, ItemFailure> {
-        if let recorded = previous.failure { return .failure(recorded) }
-        if let png = try? state?.thumbnail(forKey: key) { return .success(png) }
-        return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
+    /// Carries out a store effect the ledger decided, and says what came of it.
+    private func carryOut(_ effect: ItemLedger.StoreEffect, for ledger: ItemLedger, bytes: Data?) throws
+        -> ItemLedger.StoreFact
+    {
+        let key = ledger.item.itemKey
+        let target = store.path(forKey: key)
+        switch effect {
+        case .none, .discardWritten:
+            return .done
+        case .placeMoved(let from):
+            // The photo's store file under its new name: linked, or copied where links cannot be.
+            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
+            _ = try Merge.place(store.path(forKey: from), at: target)
+            return .done
+        case .commitWritten(let replacing):
+            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
+            // The parent writes every byte it commits: the ones it checked.
+            let file = try TemporaryFile(in: options.outputFolder)
+            do {
+                try (bytes ?? Data()).withUnsafeBytes { try file.write($0) }
+                try file.closeForCommit()
+            } catch {
+                file.discard()
+                throw error
+            }
+            let placed = try TemporaryFile.commitClosed(file.path, to: target, replacing: replacing)
+            return placed ? .done : .appeared(path: target)
+        case .placeCarried:
+            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
+            let source = ledger.item.imagePath ?? ""
+            _ = try Merge.place(source, at: target)
+            return .placed(hash: ContentHash.file(target), sourceStamp: FileStamp(path: source))
+        }
     }
 
     static func modificationDate(_ path: String) -> Date? { FileInfo(path: path)?.modificationDate }

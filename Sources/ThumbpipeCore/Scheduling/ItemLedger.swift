@@ -144,21 +144,6 @@ struct ItemLedger: Sendable {
         return outcome.thumbnail.map { .success($0) } ?? reused
     }
 
-    /// Whether a store file the job wrote goes into place: only with a thumbnail,
-    /// so an item is never half made.
-    func keepsWrittenStore(_ thumbnail: Result<Data, ItemFailure>?) -> Bool {
-        if case .success = thumbnail { return true }
-        return false
-    }
-
-    /// Whether the item's store file may replace a file at its name: one a previous
-    /// run made (it has a record, or a killed run claimed the name). A new item's
-    /// store file never replaces a file that appeared during the run.
-    func replacesStoreFile(claimedBefore: Bool) -> Bool { previous != nil || claimedBefore }
-
-    /// Whether a migrated item's store file is placed now: unless its source failed.
-    func placesCarriedStore(_ outcome: ItemOutcome) -> Bool { store == .carry && outcome.failure == nil }
-
     /// The item's date, by one rule: the manifest's date; else, for an item not
     /// read this run, the date its record holds; else the photo's EXIF
     /// DateTimeOriginal unless it lies more than a day after `now`; else the photo
