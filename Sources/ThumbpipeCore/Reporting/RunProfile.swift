@@ -116,3 +116,21 @@ struct ProfileGroups: Sendable {
         }.sorted { $0.seconds > $1.seconds || ($0.seconds == $1.seconds && $0.name < $1.name) }
     }
 }
+
+extension RunProfile.Utilisation {
+    /// From the run's wall time, each slot's busy and waiting seconds, and the
+    /// workers' start-ups.
+    init(
+        jobs: Int, wallSeconds wall: Double, slots: [(busySeconds: Double, waitingSeconds: Double)],
+        startups: (count: Int, seconds: Double)
+    ) {
+        let busy = slots.reduce(0) { $0 + $1.busySeconds }
+        self.init(
+            jobs: jobs, wallSeconds: StageTimings.round(wall),
+            busyShare: StageTimings.round(busy / max(wall * Double(jobs), 1e-9)),
+            idleSecondsPerSlot: slots.map { StageTimings.round(max(0, wall - $0.busySeconds)) },
+            waitingOnParentSeconds: StageTimings.round(slots.reduce(0) { $0 + $1.waitingSeconds }),
+            workersStarted: startups.count, workerStartupSeconds: StageTimings.round(startups.seconds),
+            workerStartupMeanMs: StageTimings.round(startups.seconds * 1000 / Double(max(startups.count, 1))))
+    }
+}

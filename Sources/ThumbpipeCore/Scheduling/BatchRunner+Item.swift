@@ -31,9 +31,7 @@ extension BatchRunner {
         let previous =
             ItemLedger.needsPreviousRecord(item, work: work)
             ? try state?.record(forKey: movedFrom ?? item.itemKey) : nil
-        let ledger = ItemLedger(
-            item: item, index: index, work: work, previous: previous, fingerprints: fingerprints,
-            manifestDate: manifest.modificationDate, recordsState: state != nil, movedFrom: movedFrom)
+        let ledger = ledger(index, previous: previous)
         let reused = previous.flatMap { previous in
             ledger.thumbnail == .reuse
                 ? ledger.reusedThumbnail(

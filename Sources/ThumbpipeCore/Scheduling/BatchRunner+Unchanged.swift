@@ -15,30 +15,34 @@ extension BatchRunner {
             // Its bytes too: an archive edited in place with its size and time kept is written anew.
             let recorded = try state.meta("archiveHash"), ContentHash.file(archivePath) == recorded
         else { return nil }
+        // Every item settles without a job, by its ledger: the known failures from
+        // their records, the rest (for --log alone) as unchanged.
         var failures: [FailureRecord] = []
-        var failedAt: [Int: FailureRecord] = [:]
+        var settled: [Int: FinishedItem] = [:]
         for position in plan.keptFailures {
             let item = manifest.items[position]
-            guard let failure = try state.record(forKey: item.itemKey)?.failure else { continue }
-            var record = FailureRecord(
-                line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "",
-                stage: failure.stage, message: failure.message)
-            record.known = true
-            failures.append(record)
-            failedAt[position] = record
-            hooks.onFailure?(record)
+            guard let previous = try state.record(forKey: item.itemKey), previous.failure != nil else { continue }
+            let ledger = ledger(position, previous: previous)
+            let finished = ledger.settle(
+                thumbnail: ledger.reusedThumbnail(recorded: previous, png: nil), outcome: nil,
+                date: manifest.modificationDate, dateGuess: nil, storeInPlace: false, sourceStamp: { nil },
+                storeStamp: { nil }, logs: hooks.onItem != nil
+            ).finished
+            guard let failure = finished.failure else { continue }
+            failures.append(failure)
+            settled[position] = finished
+            hooks.onFailure?(failure)
         }
         // --log has one line per item, on a night with nothing to do too.
         if let onItem = hooks.onItem {
             for position in manifest.items.indices {
-                let item = manifest.items[position]
-                if let failure = failedAt[position] {
-                    onItem(
-                        ItemLogEntry(item, action: .failed, reason: "\(failure.stage.rawValue): \(failure.message)"))
+                if let log = settled[position]?.log {
+                    onItem(log)
                 } else {
+                    let work = plan.work[position]
                     onItem(
-                        ItemLogEntry(
-                            item, action: .unchanged, reason: item.imagePath == nil ? "no image" : "unchanged"))
+                        ledger(position, previous: nil).logEntry(
+                            action: ItemAction(work.itemClass), reason: work.reason))
                 }
             }
         }
@@ -48,18 +52,24 @@ extension BatchRunner {
         var result = RunResult(
             total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
-        result.classes = plan.counts
-        result.changeKinds = plan.changeKinds
+        result.take(plan, manifest: manifest)
         result.duplicates =
             (try state.meta("duplicates")).flatMap {
                 try? JSONDecoder().decode([[DuplicateItem]].self, from: Data($0.utf8))
             } ?? []
-        result.timeSavedSeconds = plan.savedSeconds
         result.startTime = startTime
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.peakRSSBytes = result.parentPeakRSSBytes
         try writeReport(result)
         result.seconds = Double(Spans.now - started) / 1e9
         return result
+    }
+
+    /// The ledger of the item at `position`, as the run builds it.
+    func ledger(_ position: Int, previous: ItemRecord?) -> ItemLedger {
+        ItemLedger(
+            item: manifest.items[position], index: position, work: plan?.work[position], previous: previous,
+            fingerprints: fingerprints, manifestDate: manifest.modificationDate, recordsState: state != nil,
+            movedFrom: plan?.moves[position])
     }
 }

@@ -131,60 +131,26 @@ public final class BatchRunner: Sendable {
         try state?.setMeta(
             "duplicates", String(decoding: (try? JSONEncoder().encode(duplicates)) ?? Data("[]".utf8), as: UTF8.self))
         let totals = sink.totals
-        var result = RunResult(
-            total: manifest.items.count, succeeded: totals.succeeded,
-            withoutImage: manifest.items.count - manifest.items.withImageCount, failures: totals.failures,
-            warnings: totals.warnings, seconds: Double(Spans.now - started) / 1e9, sourceBytes: totals.sourceBytes)
-        result.decodedItems = totals.decodedItems
+        var result = RunResult(totals: totals, manifest: manifest, seconds: Double(Spans.now - started) / 1e9)
         result.startTime = startTime
         result.timeline = timeline
-        result.slowest = totals.profiles.slowest
-        result.datesFromFileTime = totals.dateGuesses
-        result.datesFromFileTimeCount = totals.dateGuessCount
         result.duplicates = duplicates
         if totals.decodedItems > 0 {
-            let wall = Double(Spans.now - started) / 1e9
-            let clocks = slotClocks.withLock { $0 }
-            let busy = clocks.reduce(0) { $0 + $1.busySeconds }
-            let startups = supervisor.workerStartups
-            let utilisation = RunProfile.Utilisation(
-                jobs: options.jobs, wallSeconds: StageTimings.round(wall),
-                busyShare: StageTimings.round(busy / max(wall * Double(options.jobs), 1e-9)),
-                idleSecondsPerSlot: clocks.map { StageTimings.round(max(0, wall - $0.busySeconds)) },
-                waitingOnParentSeconds: StageTimings.round(clocks.reduce(0) { $0 + $1.waitingSeconds }),
-                workersStarted: startups.count, workerStartupSeconds: StageTimings.round(startups.seconds),
-                workerStartupMeanMs: StageTimings.round(startups.seconds * 1000 / Double(max(startups.count, 1))))
             var machine = HintFacts()
             machine.loadAverage = sampler.meanLoadAverage
             machine.slowest = totals.profiles.slowest.map { ($0.source, $0.seconds) }
             machine.settingsOffPlanes = settings.store.settingsOffPlanes
             result.profile = RunProfile(
-                groups: totals.profiles.groups, utilisation: utilisation, stages: timings.summary(), machine: machine)
+                groups: totals.profiles.groups,
+                utilisation: RunProfile.Utilisation(
+                    jobs: options.jobs, wallSeconds: Double(Spans.now - started) / 1e9,
+                    slots: slotClocks.withLock { $0 }, startups: supervisor.workerStartups),
+                stages: timings.summary(), machine: machine)
         }
-        result.sample = totals.profiles.sample
-        result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
-        result.workersPeakRSSBytes = supervisor.workersPeakRSSBytes
-        result.largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
-        if options.sandbox != .off, let confinement = supervisor.confinement {
-            result.sandbox =
-                confinement.description
-                + (confinement.problems.isEmpty ? "" : "; missing: \(confinement.problems.joined(separator: "; "))")
-        }
-        result.peakRSSBytes = max(sampledPeak, result.parentPeakRSSBytes, result.largestWorkerPeakRSSBytes)
-        result.peakPSSBytes = sampler.proportionalPeak
-        if let plan {
-            result.classes = plan.counts
-            result.changeKinds = plan.changeKinds
-            result.removed = plan.removed
-            result.moved = plan.moves.sorted { $0.key < $1.key }.compactMap { position, from in
-                let item = manifest.items[position]
-                return from == item.itemKey
-                    ? nil : RunReport.MovedItem(from: from, to: item.itemKey, itemName: item.itemName)
-            }
-            result.timeSavedSeconds = plan.savedSeconds
-        } else {
-            result.classes = [.new: manifest.items.count]
-        }
+        result.takeWorkers(
+            supervisor, confined: options.sandbox != .off, sampledPeak: sampledPeak,
+            proportionalPeak: sampler.proportionalPeak)
+        result.take(plan, manifest: manifest)
         timings.record([.archive: totals.archiveSeconds])
         (result.archiveItemsCopied, result.archiveBytesCopied) = sink.archiveCopies
         let archiveHash: String

@@ -66,3 +66,50 @@ public struct RunResult: Sendable {
     /// The layers the run's workers reported they ran under (nil when no worker ran, or `--sandbox off`).
     public var sandbox: String?
 }
+
+extension RunResult {
+    /// The result of a run from its sink's totals.
+    init(totals: OrderedSink.Totals, manifest: Manifest, seconds: Double) {
+        self.init(
+            total: manifest.items.count, succeeded: totals.succeeded,
+            withoutImage: manifest.items.count - manifest.items.withImageCount, failures: totals.failures,
+            warnings: totals.warnings, seconds: seconds, sourceBytes: totals.sourceBytes)
+        decodedItems = totals.decodedItems
+        slowest = totals.profiles.slowest
+        sample = totals.profiles.sample
+        datesFromFileTime = totals.dateGuesses
+        datesFromFileTimeCount = totals.dateGuessCount
+    }
+
+    /// The plan's figures: classes, changes, removals, moves (old key → new key)
+    /// and the time the reused items saved; all items new without a plan.
+    mutating func take(_ plan: IncrementalPlan?, manifest: Manifest) {
+        guard let plan else {
+            classes = [.new: manifest.items.count]
+            return
+        }
+        classes = plan.counts
+        changeKinds = plan.changeKinds
+        removed = plan.removed
+        moved = plan.moves.sorted { $0.key < $1.key }.compactMap { position, from in
+            let item = manifest.items[position]
+            return from == item.itemKey
+                ? nil : RunReport.MovedItem(from: from, to: item.itemKey, itemName: item.itemName)
+        }
+        timeSavedSeconds = plan.savedSeconds
+    }
+
+    /// The workers' memory and confinement (when they were confined), and the run's peaks.
+    mutating func takeWorkers(_ supervisor: Supervisor, confined: Bool, sampledPeak: Int, proportionalPeak: Int) {
+        parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
+        workersPeakRSSBytes = supervisor.workersPeakRSSBytes
+        largestWorkerPeakRSSBytes = supervisor.largestWorkerPeakRSSBytes
+        if confined, let confinement = supervisor.confinement {
+            sandbox =
+                confinement.description
+                + (confinement.problems.isEmpty ? "" : "; missing: \(confinement.problems.joined(separator: "; "))")
+        }
+        peakRSSBytes = max(sampledPeak, parentPeakRSSBytes, largestWorkerPeakRSSBytes)
+        peakPSSBytes = proportionalPeak
+    }
+}
