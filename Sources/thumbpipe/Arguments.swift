@@ -21,7 +21,10 @@ struct Arguments {
     }
 
     /// Takes a flag (`-q`, `--force`); true when present.
-    mutating func flag(_ names: String...) -> Bool {
+    mutating func flag(_ names: String...) -> Bool { flag(names) }
+
+    /// Takes a flag under any of `names`; true when present.
+    mutating func flag(_ names: [String]) -> Bool {
         known.formUnion(names)
         var found = false
         remaining.removeAll { arg in
@@ -45,7 +48,7 @@ struct Arguments {
     }
 
     /// Takes every occurrence of an option under any of `names`, in order.
-    private mutating func values(_ names: [String]) throws -> [String] {
+    mutating func values(_ names: [String]) throws -> [String] {
         known.formUnion(names)
         var values: [String] = []
         var i = 0
@@ -126,16 +129,5 @@ enum Suggestion {
             }
         }
         return table[x.count][y.count]
-    }
-}
-
-extension Int {
-    init(option value: String, name: String, range: ClosedRange<Int>) throws {
-        guard let parsed = Int(value), range.contains(parsed) else {
-            throw ThumbpipeError(
-                .usage, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'"
-            )
-        }
-        self = parsed
     }
 }

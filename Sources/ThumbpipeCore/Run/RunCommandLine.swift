@@ -1,0 +1,207 @@
+import Foundation
+
+/// `thumbpipe run`'s command line as values: the request's fields and the
+/// command's own (where the log and trace go, a dry run, when to exit 1).
+public struct RunCommandLine: Sendable {
+    public var output = "out"
+    public var pipeline = PipelineCatalog.defaultName
+    /// Settings given by flag (`--scale 3`) or `--set KEY=VALUE`, in order.
+    public var overrides: [(key: String, value: String, origin: SettingDescription.Origin)] = []
+    public var jobs = ProcessInfo.processInfo.activeProcessorCount
+    public var recursive = false
+    public var extensions: Set<String>? = nil
+    public var shard: Shard? = nil
+    public var runId: String? = nil
+    public var force = false
+    public var verifyContent = false
+    public var pruneMissing = false
+    public var rebuildState = false
+    public var maxRemoved = RemovalLimit.standard
+    public var sandbox = SandboxMode.auto
+    public var html = true
+    public var log: String? = nil
+    public var trace: String? = nil
+    public var traceSample = 1
+    public var dryRun = false
+    public var json = false
+    /// `--exit-on-failure new`: exit 1 only for failures not known from an earlier run.
+    public var exitOnNewOnly = false
+
+    public init() {}
+
+    /// The request this command line makes of `input`, with `settings` resolved from it.
+    public func request(input: String, settings: PipelineSettings) -> RunRequest {
+        var request = RunRequest(input: input, output: OutputFolder(output), settings: settings, jobs: jobs)
+        request.recursive = recursive
+        request.extensions = extensions
+        request.shard = shard
+        request.runId = runId
+        request.force = force
+        request.verifyContent = verifyContent
+        request.pruneMissing = pruneMissing
+        request.rebuildState = rebuildState
+        request.maxRemoved = maxRemoved
+        request.sandbox = sandbox
+        request.html = html
+        return request
+    }
+}
+
+/// One of `run`'s options: its names, the placeholder of its value (nil for a
+/// flag), what `--help` says of it, and how it sets the command line. The one
+/// table (``all``) parses `run`, writes its `--help`, and is what the manual's
+/// option list and the completions are checked against.
+public struct RunOptionDescription: Sendable {
+    public let names: [String]
+    public let value: String?
+    public let help: String
+    /// Taken every time it is given (`--set`), not only the last time.
+    public let repeatable: Bool
+    let apply: @Sendable (inout RunCommandLine, String) throws -> Void
+
+    private init(
+        names: [String], value: String?, repeatable: Bool, help: String,
+        apply: @escaping @Sendable (inout RunCommandLine, String) throws -> Void
+    ) {
+        self.names = names
+        self.value = value
+        self.help = help
+        self.repeatable = repeatable
+        self.apply = apply
+    }
+
+    /// An option with a value, `VALUE` in the help.
+    static func option(
+        _ names: [String], _ value: String, repeatable: Bool = false, _ help: String,
+        apply: @escaping @Sendable (inout RunCommandLine, String) throws -> Void
+    ) -> RunOptionDescription {
+        RunOptionDescription(names: names, value: value, repeatable: repeatable, help: help, apply: apply)
+    }
+
+    /// A flag: present or not.
+    static func flag(
+        _ names: [String], _ help: String, apply: @escaping @Sendable (inout RunCommandLine) -> Void
+    ) -> RunOptionDescription {
+        RunOptionDescription(names: names, value: nil, repeatable: false, help: help) { line, _ in apply(&line) }
+    }
+
+    /// Sets `line` from this option's `value` ("" for a flag).
+    public func apply(_ value: String, to line: inout RunCommandLine) throws { try apply(&line, value) }
+
+    /// `  -o, --output DIR          output folder…`: the help's lines for it, wrapped at column 28.
+    public var helpText: String { Self.helpText(names.joined(separator: ", ") + (value.map { " " + $0 } ?? ""), help) }
+
+    static func helpText(_ head: String, _ help: String) -> String {
+        let lines = help.split(separator: "\n")
+        let start = "  " + head
+        var text = start.padding(toLength: max(start.count + 1, 28), withPad: " ", startingAt: 0) + lines[0]
+        for line in lines.dropFirst() { text += "\n" + String(repeating: " ", count: 28) + line }
+        return text
+    }
+
+    static func choice<T>(_ name: String, _ value: String, _ table: [String: T], _ words: String) throws -> T {
+        guard let chosen = table[value] else {
+            throw ThumbpipeError(.usage, "\(name) takes \(words), not '\(value)'")
+        }
+        return chosen
+    }
+
+    /// Every option of `run`, in the order `--help` lists them; the pipeline's
+    /// setting flags (``PipelineSettings/flagHelp``) come before `--set`.
+    public static let all: [RunOptionDescription] = [
+        .option(["-o", "--output"], "DIR", "output folder (default: out)") { $0.output = $1 },
+        .flag(["-r", "--recursive"], "with DIR: its sub-folders too") { $0.recursive = true },
+        .option(["--ext"], "LIST", "with DIR: only files with these extensions") {
+            $0.extensions = Set($1.split(separator: ",").map(String.init))
+        },
+        .option(
+            ["--pipeline"], "NAME|FILE",
+            "pipeline settings (default: homepwner; see\n'thumbpipe pipeline --help' for where NAME is found)"
+        ) { $0.pipeline = $1 },
+        .option(
+            ["-j", "--jobs"], "N",
+            "worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)"
+        ) { $0.jobs = try Int(option: $1, name: "--jobs", range: 1...256) },
+        .option(["--set"], "KEY=VALUE", repeatable: true, "any pipeline setting, e.g. --set thumbnail.scale=3") {
+            guard let eq = $1.firstIndex(of: "=") else {
+                throw ThumbpipeError(.usage, "--set takes KEY=VALUE, not '\($1)'")
+            }
+            $0.overrides.append((String($1[..<eq]), String($1[$1.index(after: eq)...]), .file))
+        },
+        .flag(["--no-html"], "do not write OUT/.thumbpipe/report.html") { $0.html = false },
+        .option(
+            ["--log"], "FILE",
+            "one JSON line per item: key, name, line, source,\naction (new, changed, metadata, moved, unchanged,\nremoved, kept, failed),\nreason, milliseconds"
+        ) { $0.log = $1 },
+        .option(
+            ["--trace"], "FILE",
+            "write a Chrome trace (each item's stage spans with\nits file, format and size, a track per worker)\nthat opens in Perfetto; at most 256 MB (about\n130,000 items), past which items are counted"
+        ) { $0.trace = $1 },
+        .option(["--trace-sample"], "N", "with --trace: trace one item in N") {
+            $0.traceSample = try Int(option: $1, name: "--trace-sample", range: 1...1_000_000_000)
+        },
+        .flag(["--force"], "redo every item, whatever the previous run did") { $0.force = true },
+        .flag(
+            ["--dry-run"], "print what a run would do (new, changed, unchanged,\nremoved) and write nothing"
+        ) { $0.dryRun = true },
+        .flag(["--json"], "with --dry-run: the plan as JSON") { $0.json = true },
+        .option(
+            ["--max-removed"], "N|P%",
+            "refuse a run that would remove more of the previous\nrun's items than this (default 10%); an empty\nmanifest over a folder with items is always refused"
+        ) { $0.maxRemoved = try RemovalLimit(parsing: $1) },
+        .flag(
+            ["--verify-content"],
+            "re-hash sources and store files instead of trusting\ntheir size and modification time"
+        ) { $0.verifyContent = true },
+        .option(
+            ["--exit-on-failure"], "WHEN",
+            "any (default): exit 1 when an item failed; new: only\nwhen a failure is not known from an earlier run (same\nsource, same settings), so a nightly cron mails news"
+        ) { $0.exitOnNewOnly = try choice("--exit-on-failure", $1, ["any": false, "new": true], "any or new") },
+        .flag(
+            ["--prune-missing"],
+            "an item whose photo is missing loses its thumbnail and\nstore file (by default they are kept, and reported)"
+        ) { $0.pruneMissing = true },
+        .flag(
+            ["--rebuild-state"],
+            "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again"
+        ) { $0.rebuildState = true },
+        .option(
+            ["--sandbox"], "MODE",
+            "how workers are confined before reading a source:\nrequired, auto (default: what the kernel offers)\nor off (see 'Sandbox' in docs/GUIDE.md)"
+        ) {
+            $0.sandbox = try choice(
+                "--sandbox", $1, Dictionary(uniqueKeysWithValues: SandboxMode.allCases.map { ($0.rawValue, $0) }),
+                "required, auto or off")
+        },
+        .option(
+            ["--shard"], "K/N",
+            "do only the items whose itemKey hashes to shard K of N\n(0 ≤ K < N), as a partial output for 'thumbpipe merge'"
+        ) { $0.shard = try Shard(parsing: $1) },
+        .option(
+            ["--run-id"], "ID",
+            "with --shard: the run this part belongs to (e.g. a\nSlurm job ID), recorded for 'merge --run-id ID'"
+        ) { $0.runId = try RunIdentity.parse($1) },
+    ]
+
+    /// The OPTIONS block of `run --help`: the table, the setting flags before `--set`, then quiet and help.
+    public static var optionsHelp: String {
+        let split = all.firstIndex { $0.names == ["--set"] } ?? all.count
+        return
+            (all[..<split].map(\.helpText) + [PipelineSettings.flagHelp] + all[split...].map(\.helpText) + [
+                helpText("-q, --quiet", "no progress bar"), helpText("-h, --help", "this help"),
+            ]).joined(separator: "\n")
+    }
+}
+
+extension Int {
+    /// A whole-number option's value within `range`.
+    /// - Throws: ``ThumbpipeError`` (64) naming the option and the range.
+    public init(option value: String, name: String, range: ClosedRange<Int>) throws {
+        guard let parsed = Int(value), range.contains(parsed) else {
+            throw ThumbpipeError(
+                .usage, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'"
+            )
+        }
+        self = parsed
+    }
+}
