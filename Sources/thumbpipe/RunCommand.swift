@@ -78,7 +78,9 @@ enum RunCommand {
         }
         if line.dryRun {
             let (plan, change) = try run.plan()
-            try printPlan(plan, manifest: run.manifest, json: line.json, settingsChange: change)
+            for text in PlanText.lines(plan, manifest: run.manifest, json: line.json, settingsChange: change) {
+                try printOut(text)
+            }
             return 0
         }
         let log = try logTarget.map { try ItemLog(target: $0) }

@@ -36,22 +36,7 @@ final class Terminal: Sendable {
     /// Text from a manifest, an archive or a file name as a terminal may show it:
     /// control characters (an escape sequence that clears the screen or retitles
     /// the window, a carriage return that hides the line) become visible `\u{1B}`.
-    static func shown(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if isControl(scalar) {
-                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-    }
+    static func shown(_ text: String) -> String { PlanText.shown(text) }
 
     /// A command's closing summary line, which `-q` silences.
     func summary(_ line: String) { if !quiet { diagnostic(line) } }

@@ -1,13 +1,14 @@
 import Foundation
-import ThumbpipeCore
 
-extension RunCommand {
-    /// Prints a dry run's plan: counts, then one line per item that is not unchanged.
-    static func printPlan(
+/// A dry run's plan as text (counts, then one line per item that is not
+/// unchanged) or as JSON: what `run --dry-run` prints.
+public enum PlanText {
+    /// The plan of `manifest`, each line of it in order.
+    public static func lines(
         _ plan: IncrementalPlan, manifest: Manifest, json: Bool, settingsChange: SettingsChange? = nil
-    )
-        throws
-    {
+    ) -> [String] {
+        var lines: [String] = []
+        func printOut(_ line: String) { lines.append(line) }
         let counts = plan.counts
         if json {
             var items: [[String: Any]] = zip(manifest.items.indices, zip(manifest.items, plan.work)).map {
@@ -33,12 +34,12 @@ extension RunCommand {
                 "settingsChanged": settingsChange?.differences ?? [],
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
-                try printOut(String(decoding: data, as: UTF8.self))
+                printOut(String(decoding: data, as: UTF8.self))
             }
-            return
+            return lines
         }
-        if let settingsChange { try printOut(settingsChange.description) }
-        try printOut("plan: " + plan.summary)
+        if let settingsChange { printOut(settingsChange.description) }
+        printOut("plan: " + plan.summary)
         for (position, (item, work)) in zip(manifest.items.indices, zip(manifest.items, plan.work))
         where work.itemClass != .unchanged {
             let outputs = [work.needsThumbnail ? "thumbnail" : nil, work.needsStore ? "store" : nil].compactMap { $0 }
@@ -46,14 +47,15 @@ extension RunCommand {
             let key =
                 plan.moves[position].map { $0 == item.itemKey ? item.itemKey : "\($0) → \(item.itemKey)" }
                 ?? item.itemKey
-            try printOut(
+            printOut(
                 "  \(work.itemClass.rawValue)\t\(column(item.itemName))\t\(column(item.image ?? "(no image)"))\t\(key)\t\(work.reason)\t\(outputs.joined(separator: "+"))"
             )
         }
         for item in plan.removed {
-            try printOut(
+            printOut(
                 "  removed\t\(column(item.itemName))\t\(column(item.source))\t\(item.itemKey)\tnot in the manifest")
         }
+        return lines
     }
 
     /// A name or path as one column of the dry run: tabs, newlines and backslashes escaped
@@ -69,6 +71,23 @@ extension RunCommand {
             default: out.unicodeScalars.append(scalar)
             }
         }
-        return Terminal.shown(out)
+        return shown(out)
+    }
+
+    /// Text from a manifest, an archive or a file name as a terminal may show it:
+    /// control characters (an escape sequence that clears the screen or retitles
+    /// the window, a carriage return that hides the line) become visible `\u{1B}`.
+    public static func shown(_ text: String) -> String {
+        func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }
