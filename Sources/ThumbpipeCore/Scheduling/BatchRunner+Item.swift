@@ -39,7 +39,9 @@ extension BatchRunner {
                     png: previous.failure == nil ? try? state?.thumbnail(forKey: movedFrom ?? item.itemKey) : nil)
                 : nil
         }
-        _ = try carryOut(ledger.storeEffectBeforeJob(reused: reused), for: ledger, bytes: nil)
+        _ = try store.carryOut(
+            ledger.storeEffectBeforeJob(reused: reused), key: item.itemKey, source: item.imagePath, bytes: nil,
+            claim: claim)
         guard let path = item.imagePath, !ledger.settlesWithoutJob else {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
@@ -75,7 +77,9 @@ extension BatchRunner {
         let bytes = outcome.store
         outcome.store = nil
         var spans = Spans()
-        let fact = try spans.measure(.write) { try carryOut(effect, for: ledger, bytes: bytes) }
+        let fact = try spans.measure(.write) {
+            try store.carryOut(effect, key: item.itemKey, source: item.imagePath, bytes: bytes, claim: claim)
+        }
         if effect != .none && effect != .discardWritten { outcome.spans.append(spans) }
         let keepStore = ledger.apply(fact, effect: effect, to: &outcome, thumbnail: &thumbnail)
         // After the parent's write, so the trace has the same spans as the report.
@@ -113,40 +117,8 @@ extension BatchRunner {
         return settlement.finished
     }
 
-    /// Carries out a store effect the ledger decided, and says what came of it.
-    private func carryOut(_ effect: ItemLedger.StoreEffect, for ledger: ItemLedger, bytes: Data?) throws
-        -> ItemLedger.StoreFact
-    {
-        let key = ledger.item.itemKey
-        let target = store.path(forKey: key)
-        switch effect {
-        case .none, .discardWritten:
-            return .done
-        case .placeMoved(let from):
-            // The photo's store file under its new name: linked, or copied where links cannot be.
-            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
-            _ = try Merge.place(store.path(forKey: from), at: target)
-            return .done
-        case .commitWritten(let replacing):
-            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
-            // The parent writes every byte it commits: the ones it checked.
-            let file = try TemporaryFile(in: options.outputFolder)
-            do {
-                try (bytes ?? Data()).withUnsafeBytes { try file.write($0) }
-                try file.closeForCommit()
-            } catch {
-                file.discard()
-                throw error
-            }
-            let placed = try TemporaryFile.commitClosed(file.path, to: target, replacing: replacing)
-            return placed ? .done : .appeared(path: target)
-        case .placeCarried:
-            if state != nil { OutputGuard.claim(key, in: options.outputFolder) }
-            let source = ledger.item.imagePath ?? ""
-            _ = try Merge.place(source, at: target)
-            return .placed(hash: ContentHash.file(target), sourceStamp: FileStamp(path: source))
-        }
-    }
-
     static func modificationDate(_ path: String) -> Date? { FileInfo(path: path)?.modificationDate }
+
+    /// Notes a store-file name about to be placed, when the run keeps a state.
+    func claim(_ key: String) { if state != nil { OutputGuard.claim(key, in: options.outputFolder) } }
 }

@@ -10,10 +10,7 @@ extension BatchRunner {
         writeReport: (RunResult) throws -> Void
     ) throws -> RunResult? {
         guard let plan, let state, let fingerprint, plan.nothingChanged,
-            try state.meta("archiveFingerprint") == fingerprint, let stamp = FileStamp(path: archivePath),
-            try state.meta("archiveStamp") == "\(stamp.size):\(stamp.modified)",
-            // Its bytes too: an archive edited in place with its size and time kept is written anew.
-            let recorded = try state.meta("archiveHash"), ContentHash.file(archivePath) == recorded
+            try state.archiveIsSealed(fingerprint: fingerprint, path: archivePath)
         else { return nil }
         // Every item settles without a job, by its ledger: the known failures from
         // their records, the rest (for --log alone) as unchanged.
@@ -53,10 +50,7 @@ extension BatchRunner {
             total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
             seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
         result.take(plan, manifest: manifest)
-        result.duplicates =
-            (try state.meta("duplicates")).flatMap {
-                try? JSONDecoder().decode([[DuplicateItem]].self, from: Data($0.utf8))
-            } ?? []
+        result.duplicates = try state.recordedDuplicates()
         result.startTime = startTime
         result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
         result.peakRSSBytes = result.parentPeakRSSBytes

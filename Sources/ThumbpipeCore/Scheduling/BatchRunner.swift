@@ -126,10 +126,7 @@ public final class BatchRunner: Sendable {
         }
         try state?.commit()
         if state != nil { OutputGuard.clearClaims(in: options.outputFolder) }
-        // Kept for the nights with nothing to do, which do not look.
-        let duplicates = try state?.duplicates() ?? []
-        try state?.setMeta(
-            "duplicates", String(decoding: (try? JSONEncoder().encode(duplicates)) ?? Data("[]".utf8), as: UTF8.self))
+        let duplicates = try state?.recordDuplicates() ?? []
         let totals = sink.totals
         var result = RunResult(totals: totals, manifest: manifest, seconds: Double(Spans.now - started) / 1e9)
         result.startTime = startTime
@@ -162,13 +159,8 @@ public final class BatchRunner: Sendable {
             sink.abandonArchive()
             throw error
         }
-        if let state, let fingerprint, let stamp = FileStamp(path: archivePath) {
-            // What the next run compares to know it has nothing to write.
-            try state.setMeta("archiveFingerprint", fingerprint)
-            try state.setMeta("archiveStamp", "\(stamp.size):\(stamp.modified)")
-            try state.setMeta("archiveHash", archiveHash)
-            try state.commit()
-        }
+        // What the next run compares to know it has nothing to write.
+        if let fingerprint { try state?.sealArchive(fingerprint: fingerprint, path: archivePath, hash: archiveHash) }
         TemporaryFile.syncFolder(options.outputFolder)
         result.seconds = Double(Spans.now - started) / 1e9
         withExtendedLifetime(lock) {}

@@ -89,4 +89,42 @@ public struct ImageStore: Sendable {
     public func delete(forKey key: String) {
         unlink(path(forKey: key))
     }
+
+    /// Carries out what an item's ledger decided for its store file, and says
+    /// what came of it (``ItemLedger/StoreEffect``, ``ItemLedger/StoreFact``).
+    /// - Parameters:
+    ///   - source: the item's photo (a carried store file is the photo itself).
+    ///   - bytes: the store file the job made, checked by the parent.
+    ///   - claim: notes the name before anything is placed at it.
+    func carryOut(
+        _ effect: ItemLedger.StoreEffect, key: String, source: String?, bytes: Data?, claim: (String) -> Void
+    ) throws -> ItemLedger.StoreFact {
+        let target = path(forKey: key)
+        switch effect {
+        case .none, .discardWritten:
+            return .done
+        case .placeMoved(let from):
+            // The photo's store file under its new name: linked, or copied where links cannot be.
+            claim(key)
+            _ = try Merge.place(path(forKey: from), at: target)
+            return .done
+        case .commitWritten(let replacing):
+            claim(key)
+            // The parent writes every byte it commits: the ones it checked.
+            let file = try TemporaryFile(in: folder)
+            do {
+                try (bytes ?? Data()).withUnsafeBytes { try file.write($0) }
+                try file.closeForCommit()
+            } catch {
+                file.discard()
+                throw error
+            }
+            let placed = try TemporaryFile.commitClosed(file.path, to: target, replacing: replacing)
+            return placed ? .done : .appeared(path: target)
+        case .placeCarried:
+            claim(key)
+            _ = try Merge.place(source ?? "", at: target)
+            return .placed(hash: ContentHash.file(target), sourceStamp: source.flatMap { FileStamp(path: $0) })
+        }
+    }
 }
