@@ -56,8 +56,8 @@ struct LibraryRunTests {
         var sizes: [Int] = []
         for k in 0..<2 {
             var request = try Self.request(manifest, folder + "/part-\(k)")
-            request.shard = try Shard(parsing: "\(k)/2")
-            request.runId = "night-1"
+            request.flags.shard = try Shard(parsing: "\(k)/2")
+            request.flags.runId = "night-1"
             let run = try Run.prepare(request)
             sizes.append(run.manifest.items.count)
             #expect(try run.execute().failures.isEmpty)
@@ -76,7 +76,7 @@ struct LibraryRunTests {
     @Test("A run id without a shard is refused before anything is read")
     func runIdWithoutShard() throws {
         var request = try Self.request("/nonexistent.jsonl", "/nonexistent-out")
-        request.runId = "x"
+        request.flags.runId = "x"
         #expect(throws: ThumbpipeError.self) { _ = try Run.prepare(request) }
     }
 }

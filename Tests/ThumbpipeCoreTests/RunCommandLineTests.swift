@@ -34,11 +34,13 @@ struct RunCommandLineTests {
         try Self.option("--set").apply("store.quality=0.9", to: &line)
         try Self.option("--no-html").apply("", to: &line)
         try Self.option("--shard").apply("1/4", to: &line)
-        #expect(line.output == "nightly" && line.jobs == 3 && line.exitOnNewOnly && line.sandbox == .off)
+        #expect(line.output == "nightly" && line.jobs == 3 && line.exitOnNewOnly && line.flags.sandbox == .off)
         #expect(line.overrides.map(\.key) == ["thumbnail.scale", "store.quality"])
-        #expect(!line.html && line.shard?.index == 1 && line.shard?.count == 4)
+        #expect(!line.flags.html && line.flags.shard?.index == 1 && line.flags.shard?.count == 4)
         let request = line.request(input: "items.jsonl", settings: PipelineSettings())
-        #expect(request.output.path == "nightly" && request.jobs == 3 && !request.html && request.sandbox == .off)
+        #expect(
+            request.output.path == "nightly" && request.jobs == 3 && !request.flags.html
+                && request.flags.sandbox == .off)
         for (name, value, message) in [
             ("--jobs", "0x10", "--jobs must be a whole number from 1 to 256, not '0x10'"),
             ("--sandbox", "strict", "--sandbox takes required, auto or off, not 'strict'"),

@@ -12,23 +12,8 @@ public struct RunRequest: Sendable {
     public var settings: PipelineSettings
     /// Worker processes.
     public var jobs: Int
-    /// With a folder: its sub-folders too, and only these extensions.
-    public var recursive = false
-    public var extensions: Set<String>? = nil
-    /// Only the items whose key hashes to this shard, as a part for `merge`, and the run it belongs to.
-    public var shard: Shard? = nil
-    public var runId: String? = nil
-    /// Redo everything; hash instead of trusting stamps; drop a missing source's outputs.
-    public var force = false
-    public var verifyContent = false
-    public var pruneMissing = false
-    /// The state is damaged or lost: adopt the archive and store files, make every item again.
-    public var rebuildState = false
-    /// The most of the previous run's items this run may remove.
-    public var maxRemoved = RemovalLimit.standard
-    public var sandbox = SandboxMode.auto
-    /// Write `report.html` beside `report.json`.
-    public var html = true
+    /// The choices beyond input, output, settings and jobs.
+    public var flags = Flags()
     /// Standard input was closed when the process started (`run - <&-`).
     public var standardInputClosed = false
     /// The `thumbpipe` executable the workers run (`thumbpipe __worker`); nil for
@@ -44,6 +29,32 @@ public struct RunRequest: Sendable {
         self.output = output
         self.settings = settings
         self.jobs = jobs
+    }
+}
+
+extension RunRequest {
+    /// A run's choices beyond its input, output, settings and jobs, as `run`'s
+    /// flags give them (``RunCommandLine`` holds the same value).
+    public struct Flags: Sendable {
+        /// With a folder: its sub-folders too, and only these extensions.
+        public var recursive = false
+        public var extensions: Set<String>? = nil
+        /// Only the items whose key hashes to this shard, as a part for `merge`, and the run it belongs to.
+        public var shard: Shard? = nil
+        public var runId: String? = nil
+        /// Redo everything; hash instead of trusting stamps; drop a missing source's outputs.
+        public var force = false
+        public var verifyContent = false
+        public var pruneMissing = false
+        /// The state is damaged or lost: adopt the archive and store files, make every item again.
+        public var rebuildState = false
+        /// The most of the previous run's items this run may remove.
+        public var maxRemoved = RemovalLimit.standard
+        public var sandbox = SandboxMode.auto
+        /// Write `report.html` beside `report.json`.
+        public var html = true
+
+        public init() {}
     }
 }
 
@@ -69,13 +80,13 @@ public final class Run: Sendable {
         self.manifest = manifest
         self.fullManifest = fullManifest
         self.scanned = scanned
-        shardInfo = request.shard.map { shard in
+        shardInfo = request.flags.shard.map { shard in
             let (_, positions) = shard.select(fullManifest)
             return ShardInfo(
                 manifestHash: ContentHash.file(fullManifest.path) ?? "", manifestItems: fullManifest.items.count,
                 settingsFingerprint: ShardInfo.fingerprint(request.settings),
                 className: request.settings.archive.className, archiveFileName: request.settings.archive.fileName,
-                shard: shard.index, shards: shard.count, positions: positions, runId: request.runId)
+                shard: shard.index, shards: shard.count, positions: positions, runId: request.flags.runId)
         }
     }
 
@@ -84,12 +95,12 @@ public final class Run: Sendable {
     ///   run skips, thumbnails a migration keeps).
     /// - Throws: ``ThumbpipeError``: 64 for a request that contradicts itself, 65/66 for the input.
     public static func prepare(_ request: RunRequest, notice: (String) -> Void = { _ in }) throws -> Run {
-        if request.runId != nil && request.shard == nil {
+        if request.flags.runId != nil && request.flags.shard == nil {
             throw ThumbpipeError(.usage, "--run-id goes with --shard K/N (it names the run a part belongs to)")
         }
         var scanned: FolderScan.Result? = nil
         let full = try loadManifest(request, scanned: &scanned, notice: notice)
-        let manifest = request.shard.map { $0.select(full).manifest } ?? full
+        let manifest = request.flags.shard.map { $0.select(full).manifest } ?? full
         return Run(request: request, manifest: manifest, fullManifest: full, scanned: scanned)
     }
 
@@ -122,9 +133,10 @@ public final class Run: Sendable {
     private func makePlan(state: RunState?) throws -> IncrementalPlan {
         let plan = try IncrementalPlan.make(
             manifest: manifest, settings: request.settings, state: state, outputFolder: request.output.path,
-            force: request.force, verifyContent: request.verifyContent, pruneMissing: request.pruneMissing)
+            force: request.flags.force, verifyContent: request.flags.verifyContent,
+            pruneMissing: request.flags.pruneMissing)
         try plan.checkRemovals(
-            limit: request.maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName,
+            limit: request.flags.maxRemoved, manifestItems: manifest.items.count, manifestName: manifestName,
             output: request.output.path)
         return plan
     }
@@ -154,9 +166,9 @@ public final class Run: Sendable {
                     + "before it reads any image: set at least \(minimum) (\(minimum >> 20) MiB), or 0 for no limit")
         }
         let support = Sandbox.probe()
-        try Sandbox.check(request.sandbox, support: support)
+        try Sandbox.check(request.flags.sandbox, support: support)
         let lock = try output.prepare()
-        if request.rebuildState {
+        if request.flags.rebuildState {
             warn(try StateRebuild.run(folder: output.path, manifest: manifest, settings: settings).description)
         }
         // A refused run leaves no state behind: the next one is refused alike.
@@ -171,7 +183,7 @@ public final class Run: Sendable {
         }
         var options = RunOptions(
             outputFolder: output.path, jobs: request.jobs, workerExecutable: executable, lock: lock)
-        options.sandbox = request.sandbox
+        options.sandbox = request.flags.sandbox
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
             hooks: hooks)
@@ -181,10 +193,10 @@ public final class Run: Sendable {
         let result = try runner.run(cancel: cancel) { result in
             var report = RunReport(
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            report.sandbox = result.sandbox ?? Sandbox.describe(request.sandbox, support: support)
+            report.sandbox = result.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
             report.leftOut = scanned.map(RunReport.LeftOut.init)
             let json = try report.write(outputFolder: output.path)
-            guard request.html else { return }
+            guard request.flags.html else { return }
             let written = report
             drawn.enter()
             Thread {
@@ -204,7 +216,7 @@ public final class Run: Sendable {
         }
         try SettingsChange.record(settings, in: state)
         if let onItem = hooks.onItem { for item in plan.removed { onItem(ItemLogEntry(removed: item)) } }
-        if request.html {
+        if request.flags.html {
             do {
                 drawn.wait()
                 if let html = page.withLock({ $0 }) {

@@ -8,17 +8,8 @@ public struct RunCommandLine: Sendable {
     /// Settings given by flag (`--scale 3`) or `--set KEY=VALUE`, in order.
     public var overrides: [(key: String, value: String, origin: SettingDescription.Origin)] = []
     public var jobs = ProcessInfo.processInfo.activeProcessorCount
-    public var recursive = false
-    public var extensions: Set<String>? = nil
-    public var shard: Shard? = nil
-    public var runId: String? = nil
-    public var force = false
-    public var verifyContent = false
-    public var pruneMissing = false
-    public var rebuildState = false
-    public var maxRemoved = RemovalLimit.standard
-    public var sandbox = SandboxMode.auto
-    public var html = true
+    /// The run's choices, as the request takes them.
+    public var flags = RunRequest.Flags()
     public var log: String? = nil
     public var trace: String? = nil
     public var traceSample = 1
@@ -32,17 +23,7 @@ public struct RunCommandLine: Sendable {
     /// The request this command line makes of `input`, with `settings` resolved from it.
     public func request(input: String, settings: PipelineSettings) -> RunRequest {
         var request = RunRequest(input: input, output: OutputFolder(output), settings: settings, jobs: jobs)
-        request.recursive = recursive
-        request.extensions = extensions
-        request.shard = shard
-        request.runId = runId
-        request.force = force
-        request.verifyContent = verifyContent
-        request.pruneMissing = pruneMissing
-        request.rebuildState = rebuildState
-        request.maxRemoved = maxRemoved
-        request.sandbox = sandbox
-        request.html = html
+        request.flags = flags
         return request
     }
 }
@@ -110,9 +91,9 @@ public struct RunOptionDescription: Sendable {
     /// setting flags (``PipelineSettings/flagHelp``) come before `--set`.
     public static let all: [RunOptionDescription] = [
         .option(["-o", "--output"], "DIR", "output folder (default: out)") { $0.output = $1 },
-        .flag(["-r", "--recursive"], "with DIR: its sub-folders too") { $0.recursive = true },
+        .flag(["-r", "--recursive"], "with DIR: its sub-folders too") { $0.flags.recursive = true },
         .option(["--ext"], "LIST", "with DIR: only files with these extensions") {
-            $0.extensions = Set($1.split(separator: ",").map(String.init))
+            $0.flags.extensions = Set($1.split(separator: ",").map(String.init))
         },
         .option(
             ["--pipeline"], "NAME|FILE",
@@ -128,7 +109,7 @@ public struct RunOptionDescription: Sendable {
             }
             $0.overrides.append((String($1[..<eq]), String($1[$1.index(after: eq)...]), .file))
         },
-        .flag(["--no-html"], "do not write OUT/.thumbpipe/report.html") { $0.html = false },
+        .flag(["--no-html"], "do not write OUT/.thumbpipe/report.html") { $0.flags.html = false },
         .option(
             ["--log"], "FILE",
             "one JSON line per item: key, name, line, source,\naction (new, changed, metadata, moved, unchanged,\nremoved, kept, failed),\nreason, milliseconds"
@@ -140,7 +121,7 @@ public struct RunOptionDescription: Sendable {
         .option(["--trace-sample"], "N", "with --trace: trace one item in N") {
             $0.traceSample = try Int(option: $1, name: "--trace-sample", range: 1...1_000_000_000)
         },
-        .flag(["--force"], "redo every item, whatever the previous run did") { $0.force = true },
+        .flag(["--force"], "redo every item, whatever the previous run did") { $0.flags.force = true },
         .flag(
             ["--dry-run"], "print what a run would do (new, changed, unchanged,\nremoved) and write nothing"
         ) { $0.dryRun = true },
@@ -148,11 +129,11 @@ public struct RunOptionDescription: Sendable {
         .option(
             ["--max-removed"], "N|P%",
             "refuse a run that would remove more of the previous\nrun's items than this (default 10%); an empty\nmanifest over a folder with items is always refused"
-        ) { $0.maxRemoved = try RemovalLimit(parsing: $1) },
+        ) { $0.flags.maxRemoved = try RemovalLimit(parsing: $1) },
         .flag(
             ["--verify-content"],
             "re-hash sources and store files instead of trusting\ntheir size and modification time"
-        ) { $0.verifyContent = true },
+        ) { $0.flags.verifyContent = true },
         .option(
             ["--exit-on-failure"], "WHEN",
             "any (default): exit 1 when an item failed; new: only\nwhen a failure is not known from an earlier run (same\nsource, same settings), so a nightly cron mails news"
@@ -160,27 +141,27 @@ public struct RunOptionDescription: Sendable {
         .flag(
             ["--prune-missing"],
             "an item whose photo is missing loses its thumbnail and\nstore file (by default they are kept, and reported)"
-        ) { $0.pruneMissing = true },
+        ) { $0.flags.pruneMissing = true },
         .flag(
             ["--rebuild-state"],
             "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again"
-        ) { $0.rebuildState = true },
+        ) { $0.flags.rebuildState = true },
         .option(
             ["--sandbox"], "MODE",
             "how workers are confined before reading a source:\nrequired, auto (default: what the kernel offers)\nor off (see 'Sandbox' in docs/GUIDE.md)"
         ) {
-            $0.sandbox = try choice(
+            $0.flags.sandbox = try choice(
                 "--sandbox", $1, Dictionary(uniqueKeysWithValues: SandboxMode.allCases.map { ($0.rawValue, $0) }),
                 "required, auto or off")
         },
         .option(
             ["--shard"], "K/N",
             "do only the items whose itemKey hashes to shard K of N\n(0 ≤ K < N), as a partial output for 'thumbpipe merge'"
-        ) { $0.shard = try Shard(parsing: $1) },
+        ) { $0.flags.shard = try Shard(parsing: $1) },
         .option(
             ["--run-id"], "ID",
             "with --shard: the run this part belongs to (e.g. a\nSlurm job ID), recorded for 'merge --run-id ID'"
-        ) { $0.runId = try RunIdentity.parse($1) },
+        ) { $0.flags.runId = try RunIdentity.parse($1) },
     ]
 
     /// The OPTIONS block of `run --help`: the table, the setting flags before `--set`, then quiet and help.

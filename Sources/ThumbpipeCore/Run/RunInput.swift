@@ -26,10 +26,10 @@ extension Run {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
             let found = try FolderScan.scan(
-                [input], recursive: request.recursive, extensions: request.extensions,
+                [input], recursive: request.flags.recursive, extensions: request.flags.extensions,
                 formats: settings.limits.formats)
             try FolderScan.checkRunInput(
-                input, result: found, recursive: request.recursive, output: request.output.path,
+                input, result: found, recursive: request.flags.recursive, output: request.output.path,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
             if let skipped = found.skippedSummary { notice("thumbpipe: \(input): \(skipped)") }
             scanned = found
