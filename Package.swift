@@ -33,6 +33,9 @@ let cLibraries: [Target] = [
         name: "CJpegPlanes",
         dependencies: ["CJpeg", "CThumbKernels"]
     ),
+    // The few glibc calls Swift's Glibc module does not export (renameat2,
+    // sync_file_range, mallopt): declared only under _GNU_SOURCE.
+    .target(name: "CSystem"),
     // fontconfig, for which characters of a contact sheet's labels no installed font
     // has (Debian: libfontconfig-dev; pango draws with the same fonts).
     .systemLibrary(
@@ -80,6 +83,7 @@ let products: [Target] = [
         name: "ThumbpipeCore",
         dependencies: [
             "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox", "CFontconfig",
+            "CSystem",
         ]
     ),
     .executableTarget(

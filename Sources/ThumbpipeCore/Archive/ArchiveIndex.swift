@@ -222,7 +222,7 @@ enum ArchiveIndex {
                 if let end { want = Int(min(UInt64(want), end - min(end, offset))) }
                 guard want > 0 else { return nil }
                 chunk = [UInt8](repeating: 0, count: want)
-                let n = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, want, off_t(offset)) }
+                let n = chunk.withUnsafeMutableBytes { FileDescriptor.readFully(descriptor, into: $0, at: offset) }
                 if n < 0 { throw ThumbpipeError(.ioError, "\(path): read failed: \(ThumbpipeError.errnoText())") }
                 if end != nil && n != want { throw ThumbpipeError(.ioError, "\(path): short read") }
                 guard n > 0, n % ArchiveIndex.entrySize == 0 else { return nil }
@@ -291,10 +291,9 @@ enum ArchiveIndex {
             var header = header
             header.entriesChecksum = checksum.finish()
             let bytes = header.encode()
-            let n = bytes.withUnsafeBytes { pwrite(file.descriptor, $0.baseAddress!, $0.count, 0) }
-            guard n == bytes.count else {
+            if let code = bytes.withUnsafeBytes({ FileDescriptor.writeAll(file.descriptor, $0, at: 0) }) {
                 file.discard()
-                throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText())")
+                throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(code))")
             }
             // Not synced: an index lost or torn by a crash fails its checks (or
             // its hashes) and costs one rebuild by encoding, never wrong bytes.

@@ -1,10 +1,8 @@
+import CSystem
 import Foundation
 import Synchronization
 
 /// glibc's `sync_file_range` (Linux; the Glibc module does not export it).
-@_silgen_name("sync_file_range")
-private func glibcSyncFileRange(_ descriptor: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
-
 /// A file written under a temporary name in its final folder, flushed, then
 /// renamed into place, so nobody ever sees it half-written.
 public final class TemporaryFile: Sendable {
@@ -82,18 +80,11 @@ public final class TemporaryFile: Sendable {
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(temporaryPath): flush failed: \(reason)")
         }
-        if !replacing {
-            // link(2) never replaces: the no-replace rename glibc does not export to Swift.
-            if link(temporaryPath, finalPath) == 0 {
+        if let code = FileDescriptor.rename(temporaryPath, to: finalPath, replacing: replacing) {
+            if code == EEXIST && !replacing {
                 unlink(temporaryPath)
-                return true
+                return false
             }
-            let code = errno
-            unlink(temporaryPath)
-            if code == EEXIST { return false }
-            throw ThumbpipeError(.ioError, "\(finalPath): cannot put into place: \(ThumbpipeError.errnoText(code))")
-        }
-        if let code = FileDescriptor.rename(temporaryPath, to: finalPath) {
             let reason = ThumbpipeError.errnoText(code)
             unlink(temporaryPath)
             throw ThumbpipeError(.ioError, "\(finalPath): cannot rename into place: \(reason)")
@@ -113,8 +104,7 @@ public final class TemporaryFile: Sendable {
     /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so a large file's final fsync
     /// has only its tail left to wait for. Best effort: failures are ignored.
     public func startWriteback(offset: UInt64, count: UInt64) {
-        let write: UInt32 = 2  // SYNC_FILE_RANGE_WRITE
-        _ = glibcSyncFileRange(descriptor, Int64(offset), Int64(count), write)
+        _ = CSystem_start_writeback(descriptor, Int64(offset), Int64(count))
     }
 
     /// Flushes to disk (fsync, unless `sync` is false: for files whose loss

@@ -1,15 +1,8 @@
+import CSystem
 import Foundation
-
-/// glibc's `int mallopt(int param, int value)` (from <malloc.h>, which the Glibc module does not export).
-@_silgen_name("mallopt")
-private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
 
 /// Process-wide allocator settings for batch image work.
 public enum Allocator {
-    // <malloc.h>: M_TOP_PAD -2, M_MMAP_THRESHOLD -3, M_ARENA_MAX -8.
-    private static let topPad: Int32 = -2
-    private static let mmapThreshold: Int32 = -3
-    private static let arenaMax: Int32 = -8
 
     /// Tunes glibc's malloc for many large, short-lived image buffers on a few
     /// threads; call it before any thread starts. Measured in Benchmarks/
@@ -26,8 +19,8 @@ public enum Allocator {
     /// or `MALLOC_TOP_PAD_` in the environment take precedence.
     public static func configureForBatchWork() {
         let environment = ProcessInfo.processInfo.environment
-        if environment["MALLOC_ARENA_MAX"] == nil { _ = glibcMallopt(arenaMax, 2) }
-        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = glibcMallopt(mmapThreshold, 128 * 1024) }
-        if environment["MALLOC_TOP_PAD_"] == nil { _ = glibcMallopt(topPad, 4 << 20) }
+        if environment["MALLOC_ARENA_MAX"] == nil { _ = CSystem_set_arena_max(2) }
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = CSystem_set_mmap_threshold(128 * 1024) }
+        if environment["MALLOC_TOP_PAD_"] == nil { _ = CSystem_set_top_pad(4 << 20) }
     }
 }

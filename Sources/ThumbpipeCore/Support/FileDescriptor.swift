@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 
 /// The POSIX calls thumbpipe makes on files, each written once (after
@@ -81,10 +82,34 @@ public enum FileDescriptor {
         return nil
     }
 
-    /// Renames `from` to `to`, replacing what is there (a symlink included, never followed).
-    /// - Returns: nil when renamed, else errno.
-    public static func rename(_ from: String, to: String) -> Int32? {
-        Glibc.rename(from, to) == 0 ? nil : errno
+    /// Renames `from` to `to`, replacing what is there (a symlink included, never
+    /// followed), or, without `replacing`, only when nothing is there
+    /// (renameat2's RENAME_NOREPLACE; where a file system cannot do that, a hard
+    /// link and an unlink, which never replace either).
+    /// - Returns: nil when renamed, else errno (EEXIST: something is at `to`).
+    public static func rename(_ from: String, to: String, replacing: Bool = true) -> Int32? {
+        if replacing { return Glibc.rename(from, to) == 0 ? nil : errno }
+        if CSystem_rename_noreplace(from, to) == 0 { return nil }
+        guard errno == EINVAL || errno == ENOSYS else { return errno }
+        guard link(from, to) == 0 else { return errno }
+        unlink(from)
+        return nil
+    }
+
+    /// Writes all of `bytes` at `offset`, through EINTR and short writes (pwrite).
+    /// - Returns: nil when all was written, else errno.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32? {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return EIO }
+            done += n
+        }
+        return nil
     }
 }
 
