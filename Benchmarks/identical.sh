@@ -26,10 +26,17 @@ same() {
         differ=$((differ + 1))
         return
     fi
+    if ! grep -q '^./items.archive$' <<<"$list"; then
+        echo "identical: $label: no archive was written" >&2
+        differ=$((differ + 1))
+    fi
+    local n=0
     while read -r f; do
-        compared=$((compared + 1))
+        n=$((n + 1))
         cmp -s "$a/$f" "$b/$f" || { echo "identical: $label: $f differs" >&2; differ=$((differ + 1)); }
     done <<<"$list"
+    compared=$((compared + n))
+    echo "identical: $label: $n files compared"
 }
 
 both() { # label, arguments after the output folder's place
