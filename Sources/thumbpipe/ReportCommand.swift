@@ -26,7 +26,7 @@ enum ReportCommand {
         var protected = ProtectedPaths()
         protected.protect(outputFolder: positionals[0], archiveFileName: "items.archive")
         let resolved = try target.map { try OutputTarget.resolve($0, for: "-o", protecting: protected) }
-        let path = try HTMLReport.write(outputFolder: positionals[0], to: resolved)
+        let path = try HTMLReport.write(from: OutputFolder(positionals[0]), to: resolved)
         terminal.summary("thumbpipe: report → \(path)")
         return 0
     }

@@ -288,7 +288,7 @@ public func runManifest(
         modificationDate: Date(timeIntervalSince1970: 1_000_000_000))
     let runner = BatchRunner(
         manifest: manifest, settings: settings,
-        options: RunOptions(outputFolder: output, jobs: jobs, workerExecutable: TestPaths.executable))
+        options: RunOptions(output: OutputFolder(output), jobs: jobs, workerExecutable: TestPaths.executable))
     let result = try runner.run()
     return (output, result)
 }

@@ -57,10 +57,10 @@ public enum HTMLReport {
     /// - Returns: the path written.
     /// - Throws: ``ThumbpipeError`` (66) without a report, (74) when the page cannot be written.
     @discardableResult
-    public static func write(outputFolder: String, to path: OutputTarget? = nil) throws -> String {
-        let report = try RunReport.read(OutputFolder(outputFolder).layout.report)
+    public static func write(from output: OutputFolder, to path: OutputTarget? = nil) throws -> String {
+        let report = try RunReport.read(output.layout.report)
         var thumbnails: [String: Data] = [:]
-        let archive = OutputFolder(outputFolder).layout.archive(report.settings?.archive.fileName ?? "items.archive")
+        let archive = output.layout.archive(report.settings?.archive.fileName ?? "items.archive")
         if let reader = try? KeyedArchiveReader(path: archive) {
             for item in report.slowest {
                 guard let position = item.position, position < reader.count,
@@ -70,11 +70,11 @@ public enum HTMLReport {
                 thumbnails[item.itemKey] = png
             }
         }
-        return try write(render(report, thumbnails: thumbnails), outputFolder: outputFolder, to: path)
+        return try write(render(report, thumbnails: thumbnails), in: output, to: path)
     }
 
     /// Renders the report of the run that just ended from the JSON it wrote
-    /// (so the page is the one ``write(outputFolder:to:)`` would draw from the
+    /// (so the page is the one ``write(from:to:)`` would draw from the
     /// file, figures rounded alike), with the thumbnails its slowest items carry
     /// in memory: nothing is read back from disk.
     public static func render(justRun report: RunReport, written json: Data) throws -> String {
@@ -86,8 +86,8 @@ public enum HTMLReport {
     /// Writes a rendered page (atomically) to `path`, by default `OUT/.thumbpipe/report.html`.
     /// - Returns: the path written.
     @discardableResult
-    public static func write(_ page: String, outputFolder: String, to target: OutputTarget? = nil) throws -> String {
-        let target = target ?? .own(OutputFolder(outputFolder).layout.html)
+    public static func write(_ page: String, in output: OutputFolder, to target: OutputTarget? = nil) throws -> String {
+        let target = target ?? .own(output.layout.html)
         try target.write(Data(page.utf8))
         return target.path
     }

@@ -167,7 +167,7 @@ public struct RunReport: Sendable, Codable {
     ) {
         let seconds = max(result.seconds, 1e-9)
         self.manifest = manifest.path
-        output = options.outputFolder
+        output = options.output.path
         jobs = options.jobs
         counts = Counts(
             items: result.total, succeeded: result.succeeded, failed: result.failures.count,
@@ -220,7 +220,7 @@ public struct RunReport: Sendable, Codable {
         }
     }
 
-    /// A report from the JSON ``write(outputFolder:)`` wrote.
+    /// A report from the JSON ``write(to:)`` wrote.
     public static func decoded(_ data: Data) throws -> RunReport {
         try JSONDecoder().decode(RunReport.self, from: data)
     }
@@ -229,7 +229,7 @@ public struct RunReport: Sendable, Codable {
     /// - Returns: the JSON written (the report as a reader will see it, figures rounded).
     /// - Throws: ``ThumbpipeError`` (74) when it cannot be written.
     @discardableResult
-    public func write(outputFolder: String) throws -> Data {
+    public func write(to output: OutputFolder) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data: Data
@@ -238,8 +238,8 @@ public struct RunReport: Sendable, Codable {
         } catch {
             throw ThumbpipeError(.software, "cannot encode the report: \(error)")
         }
-        try TemporaryFile.write(data + Data("\n".utf8), to: OutputFolder(outputFolder).layout.report)
-        try keepHistory(data + Data("\n".utf8), outputFolder: outputFolder)
+        try TemporaryFile.write(data + Data("\n".utf8), to: output.layout.report)
+        try keepHistory(data + Data("\n".utf8), in: output)
         return data
     }
 
@@ -247,8 +247,8 @@ public struct RunReport: Sendable, Codable {
     public static let historyLength = 30
 
     /// Keeps a copy as `.thumbpipe/reports/<start time>.json`, and only the last ``historyLength``.
-    private func keepHistory(_ data: Data, outputFolder: String) throws {
-        let folder = OutputFolder(outputFolder).layout.reports
+    private func keepHistory(_ data: Data, in output: OutputFolder) throws {
+        let folder = output.layout.reports
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {

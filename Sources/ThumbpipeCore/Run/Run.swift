@@ -132,7 +132,7 @@ public final class Run: Sendable {
 
     private func makePlan(state: RunState?) throws -> IncrementalPlan {
         let plan = try IncrementalPlan.make(
-            manifest: manifest, settings: request.settings, state: state, outputFolder: request.output.path,
+            manifest: manifest, settings: request.settings, state: state, output: request.output,
             force: request.flags.force, verifyContent: request.flags.verifyContent,
             pruneMissing: request.flags.pruneMissing)
         try plan.checkRemovals(
@@ -182,7 +182,7 @@ public final class Run: Sendable {
             warn(change.description)
         }
         var options = RunOptions(
-            outputFolder: output.path, jobs: request.jobs, workerExecutable: executable, lock: lock)
+            output: output, jobs: request.jobs, workerExecutable: executable, lock: lock)
         options.sandbox = request.flags.sandbox
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
@@ -195,7 +195,7 @@ public final class Run: Sendable {
                 result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
             report.sandbox = result.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
             report.leftOut = scanned.map(RunReport.LeftOut.init)
-            let json = try report.write(outputFolder: output.path)
+            let json = try report.write(to: output)
             guard request.flags.html else { return }
             let written = report
             drawn.enter()
@@ -220,9 +220,9 @@ public final class Run: Sendable {
             do {
                 drawn.wait()
                 if let html = page.withLock({ $0 }) {
-                    try HTMLReport.write(html, outputFolder: output.path)
+                    try HTMLReport.write(html, in: output)
                 } else {
-                    try HTMLReport.write(outputFolder: output.path)
+                    try HTMLReport.write(from: output)
                 }
             } catch {
                 warn("report.html not written: \(error)")

@@ -101,7 +101,7 @@ public enum Merge {
             )
         }
 
-        let lock = try OutputFolder.prepare(output)
+        let lock = try OutputFolder(output).prepare()
         defer { withExtendedLifetime(lock) {} }
         // What an earlier merge into this folder archived: its store files are ours to remove.
         let archivePath = OutputFolder(output).layout.archive(first.archiveFileName)
@@ -252,7 +252,7 @@ public enum Merge {
         merged.failures.sort { $0.line < $1.line }
         merged.warnings.sort { $0.line < $1.line }
         merged.counts.failed = merged.failures.count
-        try merged.write(outputFolder: output)
+        try merged.write(to: OutputFolder(output))
         return merged.failures.count
     }
 }

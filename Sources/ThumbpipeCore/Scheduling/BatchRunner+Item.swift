@@ -120,5 +120,5 @@ extension BatchRunner {
     static func modificationDate(_ path: String) -> Date? { FileInfo(path: path)?.modificationDate }
 
     /// Notes a store-file name about to be placed, when the run keeps a state.
-    func claim(_ key: String) { if state != nil { OutputGuard.claim(key, in: options.outputFolder) } }
+    func claim(_ key: String) { if state != nil { options.output.claim(key) } }
 }

@@ -38,9 +38,9 @@ public final class BatchRunner: Sendable {
         self.state = state
         self.trace = trace
         self.hooks = hooks
-        store = ImageStore(folder: options.outputFolder, settings: settings.store)
+        store = ImageStore(folder: options.output.path, settings: settings.store)
         fingerprints = ItemLedger.Fingerprints(settings: settings, plan: plan)
-        claimedBefore = OutputGuard.claims(in: options.outputFolder)
+        claimedBefore = options.output.claims()
         slotClocks = Mutex(Array(repeating: (0, 0), count: options.jobs))
     }
 
@@ -55,8 +55,8 @@ public final class BatchRunner: Sendable {
     {
         let started = Spans.now
         let startTime = Date()
-        let lock = try options.lock ?? OutputFolder.prepare(options.outputFolder)
-        let archivePath = OutputFolder(options.outputFolder).layout.archive(settings.archive.fileName)
+        let lock = try options.lock ?? options.output.prepare()
+        let archivePath = options.output.layout.archive(settings.archive.fileName)
         let fingerprint = state == nil ? nil : IncrementalPlan.archiveFingerprint(manifest, settings)
         if let unchanged = try runUnchanged(
             started: started, startTime: startTime, archivePath: archivePath, fingerprint: fingerprint,
@@ -66,7 +66,7 @@ public final class BatchRunner: Sendable {
             return unchanged
         }
         let supervisor = try Supervisor(
-            executable: options.workerExecutable, settings: settings, outputFolder: options.outputFolder,
+            executable: options.workerExecutable, settings: settings, output: options.output,
             sandbox: options.sandbox)
         defer { supervisor.reapExiting() }
         let items = manifest.items
@@ -81,7 +81,7 @@ public final class BatchRunner: Sendable {
         let sink = OrderedSink(
             writer: try KeyedArchiveWriter(
                 path: archivePath, className: settings.archive.className, itemCount: manifest.items.count,
-                indexPath: state == nil ? nil : ArchiveIndex.path(in: options.outputFolder)),
+                indexPath: state == nil ? nil : options.output.layout.index),
             state: state, timings: timings, hooks: hooks, dispenser: dispenser)
         let fatal = Mutex<(any Error)?>(nil)
         cancel.onCancel {
@@ -113,8 +113,8 @@ public final class BatchRunner: Sendable {
             sink.abandonArchive()
             trace?.abandon()
             try? state?.commit()
-            TemporaryFile.removeStale(in: options.outputFolder)
-            TemporaryFile.removeStale(in: OutputFolder.workFolder(options.outputFolder))
+            TemporaryFile.removeStale(in: options.output.path)
+            TemporaryFile.removeStale(in: options.output.layout.work)
             throw error
         }
         if let plan {
@@ -125,7 +125,7 @@ public final class BatchRunner: Sendable {
             try state?.remove(keys: gone)
         }
         try state?.commit()
-        if state != nil { OutputGuard.clearClaims(in: options.outputFolder) }
+        if state != nil { options.output.clearClaims() }
         let duplicates = try state?.recordDuplicates() ?? []
         let totals = sink.totals
         var result = RunResult(totals: totals, manifest: manifest, seconds: Double(Spans.now - started) / 1e9)
@@ -161,7 +161,7 @@ public final class BatchRunner: Sendable {
         }
         // What the next run compares to know it has nothing to write.
         if let fingerprint { try state?.sealArchive(fingerprint: fingerprint, path: archivePath, hash: archiveHash) }
-        TemporaryFile.syncFolder(options.outputFolder)
+        TemporaryFile.syncFolder(options.output.path)
         result.seconds = Double(Spans.now - started) / 1e9
         withExtendedLifetime(lock) {}
         return result

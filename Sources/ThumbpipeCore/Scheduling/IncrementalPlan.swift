@@ -93,7 +93,7 @@ public struct IncrementalPlan: Sendable {
     ///   - pruneMissing: an item whose source is missing loses its outputs (it fails),
     ///     instead of keeping its last good ones.
     public static func make(
-        manifest: Manifest, settings: PipelineSettings, state: RunState?, outputFolder: String, force: Bool,
+        manifest: Manifest, settings: PipelineSettings, state: RunState?, output: OutputFolder, force: Bool,
         verifyContent: Bool, pruneMissing: Bool = false
     ) throws -> IncrementalPlan {
         let thumbnailFP = thumbnailFingerprint(settings)
@@ -129,7 +129,7 @@ public struct IncrementalPlan: Sendable {
         let rules = ItemLedger.Rules(
             fingerprints: ItemLedger.Fingerprints(thumbnail: thumbnailFP, store: storeFP, failure: failureFP),
             force: force, verifyContent: verifyContent, pruneMissing: pruneMissing)
-        let layout = OutputFolder(outputFolder).layout
+        let layout = output.layout
         for position in items.indices {
             let kind = previousKind[position]
             let recordedFields = previousFields[position]

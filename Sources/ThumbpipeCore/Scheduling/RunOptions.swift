@@ -3,7 +3,7 @@ import Foundation
 /// How a run is carried out.
 public struct RunOptions: Sendable {
     /// The output folder (created when missing).
-    public var outputFolder: String
+    public var output: OutputFolder
     /// Worker processes; each runs one item at a time.
     public var jobs: Int
     /// Items that may be in flight ahead of the archive writer; bounds memory.
@@ -18,10 +18,10 @@ public struct RunOptions: Sendable {
     /// Creates options; `window` defaults to four items per job, the worker
     /// executable to this process's own.
     public init(
-        outputFolder: String, jobs: Int, window: Int? = nil, workerExecutable: String? = nil, lock: OutputLock? = nil
+        output: OutputFolder, jobs: Int, window: Int? = nil, workerExecutable: String? = nil, lock: OutputLock? = nil
     ) {
         self.lock = lock
-        self.outputFolder = outputFolder
+        self.output = output
         self.jobs = max(1, jobs)
         self.window = max(2, window ?? 4 * max(1, jobs))
         self.workerExecutable = workerExecutable ?? Self.currentExecutable

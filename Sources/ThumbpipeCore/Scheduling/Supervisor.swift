@@ -11,7 +11,7 @@ final class Supervisor: Sendable {
     private let environment: [String: String]
     private let timeoutSeconds: Double
     private let sandbox: SandboxMode
-    private let outputFolder: String
+    private let output: OutputFolder
     /// What the parent checks of every reply.
     private let check: WorkerReply
     /// The confinement the workers reported, the weakest first seen.
@@ -33,11 +33,11 @@ final class Supervisor: Sendable {
         startups.withLock { ($0.count, Double($0.nanoseconds) / 1e9) }
     }
 
-    /// Prepares workers of `executable` for `settings`, writing into `outputFolder`.
-    init(executable: String, settings: PipelineSettings, outputFolder: String, sandbox: SandboxMode = .auto) throws {
+    /// Prepares workers of `executable` for `settings`, their scratch folders in `output`.
+    init(executable: String, settings: PipelineSettings, output: OutputFolder, sandbox: SandboxMode = .auto) throws {
         self.executable = executable
         self.sandbox = sandbox
-        self.outputFolder = outputFolder
+        self.output = output
         timeoutSeconds = settings.limits.timeoutSeconds
         check = WorkerReply(settings: settings)
         hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings))
@@ -241,7 +241,7 @@ final class Supervisor: Sendable {
 
     private func worker(for slot: Int) throws -> WorkerProcess {
         if let existing = live.withLock({ $0[slot] }) { return existing }
-        let scratch = OutputFolder.scratchFolder(outputFolder, slot: slot)
+        let scratch = output.layout.scratch(slot: slot)
         if mkdir(scratch, 0o700) != 0 && errno != EEXIST {
             throw ThumbpipeError(.cannotCreate, "\(scratch): cannot create: \(ThumbpipeError.errnoText())")
         }
@@ -259,7 +259,7 @@ final class Supervisor: Sendable {
 
     /// Empties the scratch folder of `slot`'s worker: nothing a job left there reaches the next.
     private func emptyScratch(_ slot: Int) {
-        OutputFolder.empty(OutputFolder.scratchFolder(outputFolder, slot: slot))
+        OutputFolder.empty(output.layout.scratch(slot: slot))
     }
 
     /// Forgets a worker that is dead or being killed, and reaps it.

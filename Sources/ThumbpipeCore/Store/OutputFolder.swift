@@ -101,13 +101,6 @@ public struct OutputFolder: Sendable, Hashable {
     /// Where everything is in it.
     public var layout: Layout { Layout(root: path) }
 
-    /// Where the workers' scratch folders are (libvips's spill); nothing in it is
-    /// ever committed: the parent writes every file of the output itself.
-    public static func workFolder(_ folder: String) -> String { OutputFolder(folder).layout.work }
-
-    /// The private scratch folder of the worker of `slot`.
-    static func scratchFolder(_ folder: String, slot: Int) -> String { OutputFolder(folder).layout.scratch(slot: slot) }
-
     /// Removes everything inside `folder` (never following a symlink, whatever
     /// bytes the names hold), leaving it empty.
     /// - Returns: how many entries were removed.
@@ -151,10 +144,6 @@ public struct OutputFolder: Sendable, Hashable {
     /// lock, and removes the temporaries of runs that no longer hold it.
     /// - Returns: the lock, held until it is released.
     /// - Throws: ``ThumbpipeError`` (73), also when another thumbpipe holds the folder.
-    public static func prepare(_ folder: String) throws -> OutputLock { try OutputFolder(folder).prepare() }
-
-    /// Creates the folder if needed, checks it can be written, takes its lock, and
-    /// removes the temporaries of runs that no longer hold it.
     public func prepare() throws -> OutputLock {
         let folder = path
         do {
@@ -200,14 +189,8 @@ public struct OutputFolder: Sendable, Hashable {
 
 /// Which names in the output folder a run may write.
 public enum OutputGuard {
-    /// Notes that the store file `key` is about to be written (``OutputFolder/claim(_:)``).
-    static func claim(_ key: String, in folder: String) { OutputFolder(folder).claim(key) }
-
     /// The store-file names claimed and not yet recorded (by a run that was killed).
     static func claims(in folder: String) -> Set<String> { OutputFolder(folder).claims() }
-
-    /// Forgets the claims once the state holds every item (the end of a run).
-    static func clearClaims(in folder: String) { OutputFolder(folder).clearClaims() }
 
     /// Refuses, before anything is written, a run that would write over a file
     /// it did not write: a key that is a name thumbpipe keeps for itself, a store
