@@ -261,3 +261,43 @@ public struct RunReport: Sendable, Codable {
         for name in names.dropLast(Self.historyLength) { unlink(folder + "/" + name) }
     }
 }
+
+extension RunReport.Counts {
+    /// Both counts summed.
+    static func + (a: Self, b: Self) -> Self {
+        Self(
+            items: a.items + b.items, succeeded: a.succeeded + b.succeeded, failed: a.failed + b.failed,
+            withoutImage: a.withoutImage + b.withoutImage, withWarnings: a.withWarnings + b.withWarnings)
+    }
+}
+
+extension RunReport {
+    /// The report of a merge: the parts' counts summed, their failures and warnings
+    /// in manifest order, their stages merged, the longest part's time and the
+    /// largest part's memory (the parts ran side by side).
+    /// - Parameter parts: the part folders, recorded as `mergedFrom`.
+    public static func merged(_ reports: [RunReport], from parts: [String]) -> RunReport {
+        var merged = RunReport()
+        merged.mergedFrom = parts
+        for report in reports {
+            merged.counts = merged.counts + report.counts
+            merged.failures += report.failures
+            merged.warnings += report.warnings
+            merged.settings = merged.settings ?? report.settings
+            merged.throughput.seconds = max(merged.throughput.seconds, report.throughput.seconds)
+            for (stage, summary) in report.stages {
+                merged.stages[stage] = merged.stages[stage].map { $0.merged(with: summary) } ?? summary
+            }
+            merged.peakRSSBytes = max(merged.peakRSSBytes, report.peakRSSBytes)
+            merged.memory.parentPeakRSSBytes = max(merged.memory.parentPeakRSSBytes, report.memory.parentPeakRSSBytes)
+            merged.memory.workersPeakRSSBytes = max(
+                merged.memory.workersPeakRSSBytes, report.memory.workersPeakRSSBytes)
+            merged.memory.largestWorkerPeakRSSBytes = max(
+                merged.memory.largestWorkerPeakRSSBytes, report.memory.largestWorkerPeakRSSBytes)
+        }
+        merged.failures.sort { $0.line < $1.line }
+        merged.warnings.sort { $0.line < $1.line }
+        merged.counts.failed = merged.failures.count
+        return merged
+    }
+}

@@ -221,37 +221,12 @@ public enum Merge {
         return false
     }
 
-    /// Sums the parts' reports into the output's: counts, stages, memory
-    /// (the largest part's), failures and warnings.
+    /// Sums the parts' reports into the output's (``RunReport/merged(_:from:)``).
     /// - Returns: how many items failed in the parts.
     @discardableResult
     static func mergeReports(parts: [String], output: String) throws -> Int {
-        var merged = RunReport()
-        merged.mergedFrom = parts
-        for part in parts {
-            guard let report = try? RunReport.read(OutputFolder(part).layout.report) else { continue }
-            merged.counts.items += report.counts.items
-            merged.counts.succeeded += report.counts.succeeded
-            merged.counts.failed += report.counts.failed
-            merged.counts.withoutImage += report.counts.withoutImage
-            merged.counts.withWarnings += report.counts.withWarnings
-            merged.failures += report.failures
-            merged.warnings += report.warnings
-            merged.settings = merged.settings ?? report.settings
-            merged.throughput.seconds = max(merged.throughput.seconds, report.throughput.seconds)
-            for (stage, summary) in report.stages {
-                merged.stages[stage] = merged.stages[stage].map { $0.merged(with: summary) } ?? summary
-            }
-            merged.peakRSSBytes = max(merged.peakRSSBytes, report.peakRSSBytes)
-            merged.memory.parentPeakRSSBytes = max(merged.memory.parentPeakRSSBytes, report.memory.parentPeakRSSBytes)
-            merged.memory.workersPeakRSSBytes = max(
-                merged.memory.workersPeakRSSBytes, report.memory.workersPeakRSSBytes)
-            merged.memory.largestWorkerPeakRSSBytes = max(
-                merged.memory.largestWorkerPeakRSSBytes, report.memory.largestWorkerPeakRSSBytes)
-        }
-        merged.failures.sort { $0.line < $1.line }
-        merged.warnings.sort { $0.line < $1.line }
-        merged.counts.failed = merged.failures.count
+        let reports = parts.compactMap { try? RunReport.read(OutputFolder($0).layout.report) }
+        let merged = RunReport.merged(reports, from: parts)
         try merged.write(to: OutputFolder(output))
         return merged.failures.count
     }
