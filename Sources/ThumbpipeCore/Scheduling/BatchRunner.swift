@@ -95,7 +95,7 @@ public final class BatchRunner: Sendable {
             let thread = Thread { [self] in
                 defer { done.leave() }
                 do {
-                    try work(slot: slot, dispenser: dispenser, sink: sink, supervisor: supervisor)
+                    try Slot(runner: self, slot: slot, dispenser: dispenser, sink: sink, supervisor: supervisor).run()
                 } catch {
                     fatal.withLock { if $0 == nil { $0 = error } }
                     dispenser.stop()
@@ -165,38 +165,5 @@ public final class BatchRunner: Sendable {
         result.seconds = Double(Spans.now - started) / 1e9
         withExtendedLifetime(lock) {}
         return result
-    }
-
-    /// One slot's loop: items from the dispenser to the sink, with the next
-    /// item's job already queued at the worker while the slot waits for the
-    /// one before (so the worker goes from item to item without waiting for
-    /// the parent's bookkeeping).
-    private func work(slot: Int, dispenser: Dispenser, sink: OrderedSink, supervisor: Supervisor) throws {
-        var inFlight: PendingItem? = nil
-        func finishInFlight() throws {
-            guard let pending = inFlight else { return }
-            inFlight = nil
-            try sink.deliver([try complete(pending, slot: slot, supervisor: supervisor)])
-        }
-        while true {
-            var handout = dispenser.take(waiting: inFlight == nil)
-            if case .full = handout {
-                try finishInFlight()
-                handout = dispenser.take(waiting: true)
-            }
-            guard case .positions(let positions) = handout else { break }
-            var finished: [FinishedItem] = []
-            for position in positions {
-                switch try prepare(position, slot: slot, supervisor: supervisor) {
-                case .finished(let item):
-                    finished.append(item)
-                case .pending(let pending):
-                    try finishInFlight()
-                    inFlight = pending
-                }
-            }
-            if !finished.isEmpty { try sink.deliver(finished) }
-        }
-        try finishInFlight()
     }
 }

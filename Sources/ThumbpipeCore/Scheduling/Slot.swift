@@ -1,11 +1,59 @@
 import Foundation
 
-/// One item's way through a run, in two halves around its job: ``prepare(_:slot:supervisor:)``
-/// builds its ``ItemLedger`` and submits the job the ledger asks for;
-/// ``complete(_:slot:supervisor:)`` takes the job's outcome, puts its store file in
-/// place as the ledger says, and has the ledger settle it. The ledger decides;
-/// these carry out what only the file system and the workers can do.
-extension BatchRunner {
+/// One worker slot of a run: it takes items from the dispenser and delivers them
+/// to the sink, each in two halves around its job. ``prepare(_:)`` builds the
+/// item's ``ItemLedger`` and submits the job the ledger asks for; ``complete(_:)``
+/// takes the job's outcome, carries out the store effects the ledger decides, and
+/// has the ledger settle it. The ledger decides; the slot carries out what only
+/// the file system and the workers can do.
+struct Slot {
+    let runner: BatchRunner
+    let slot: Int
+    let dispenser: Dispenser
+    let sink: OrderedSink
+    let supervisor: Supervisor
+
+    private var manifest: Manifest { runner.manifest }
+    private var plan: IncrementalPlan? { runner.plan }
+    private var state: RunState? { runner.state }
+    private var store: ImageStore { runner.store }
+    private var options: RunOptions { runner.options }
+    private var hooks: RunHooks { runner.hooks }
+    private var trace: TraceWriter? { runner.trace }
+
+    /// One slot's loop: items from the dispenser to the sink, with the next
+    /// item's job already queued at the worker while the slot waits for the
+    /// one before (so the worker goes from item to item without waiting for
+    /// the parent's bookkeeping).
+    func run() throws {
+        var inFlight: PendingItem? = nil
+        func finishInFlight() throws {
+            guard let pending = inFlight else { return }
+            inFlight = nil
+            try sink.deliver([try complete(pending)])
+        }
+        while true {
+            var handout = dispenser.take(waiting: inFlight == nil)
+            if case .full = handout {
+                try finishInFlight()
+                handout = dispenser.take(waiting: true)
+            }
+            guard case .positions(let positions) = handout else { break }
+            var finished: [FinishedItem] = []
+            for position in positions {
+                switch try prepare(position) {
+                case .finished(let item):
+                    finished.append(item)
+                case .pending(let pending):
+                    try finishInFlight()
+                    inFlight = pending
+                }
+            }
+            if !finished.isEmpty { try sink.deliver(finished) }
+        }
+        try finishInFlight()
+    }
+
     /// An item whose job is with a worker (or that needs none), and what
     /// finishing it needs.
     struct PendingItem {
@@ -22,7 +70,7 @@ extension BatchRunner {
 
     /// The first half of an item, before its job: its ledger decides; items settled
     /// without a job finish here, the rest have their job submitted.
-    func prepare(_ index: Int, slot: Int, supervisor: Supervisor) throws -> Prepared {
+    func prepare(_ index: Int) throws -> Prepared {
         let item = manifest.items[index]
         let work = plan?.work[index]
         // The previous run's record (of the key it moved from, for a moved item):
@@ -31,7 +79,7 @@ extension BatchRunner {
         let previous =
             ItemLedger.needsPreviousRecord(item, work: work)
             ? try state?.record(forKey: movedFrom ?? item.itemKey) : nil
-        let ledger = ledger(index, previous: previous)
+        let ledger = runner.ledger(index, previous: previous)
         let reused = previous.flatMap { previous in
             ledger.thumbnail == .reuse
                 ? ledger.reusedThumbnail(
@@ -53,7 +101,7 @@ extension BatchRunner {
 
     /// The second half of an item, after its job: its store file put in place (or
     /// not), then settled by its ledger.
-    func complete(_ pending: PendingItem, slot: Int, supervisor: Supervisor) throws -> FinishedItem {
+    func complete(_ pending: PendingItem) throws -> FinishedItem {
         let ledger = pending.ledger
         let item = ledger.item
         let job = pending.job
@@ -62,7 +110,7 @@ extension BatchRunner {
             outcome = try supervisor.outcome(of: ticket, slot: slot)
             // The worker's own time (before the parent's write is added), for the utilisation.
             let busy = outcome.spans.totals.values.reduce(0, +)
-            slotClocks.withLock {
+            runner.slotClocks.withLock {
                 $0[slot].busySeconds += busy
                 $0[slot].waitingSeconds += Double(outcome.waitedNanoseconds ?? 0) / 1e9
             }
@@ -73,7 +121,7 @@ extension BatchRunner {
         }
         var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
         let effect = ledger.storeEffectAfterJob(
-            outcome: outcome, thumbnail: thumbnail, claimedBefore: claimedBefore.contains(item.itemKey))
+            outcome: outcome, thumbnail: thumbnail, claimedBefore: runner.claimedBefore.contains(item.itemKey))
         let bytes = outcome.store
         outcome.store = nil
         var spans = Spans()
