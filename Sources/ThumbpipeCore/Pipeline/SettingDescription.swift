@@ -300,14 +300,8 @@ extension PipelineSettings {
 
     /// The `run` flags that set a setting, and their help lines.
     public static var flagHelp: String {
-        descriptions.compactMap { d -> String? in
-            guard let flag = d.flag else { return nil }
-            let lines = d.help.split(separator: "\n")
-            let head = "  \(flag) \(d.flagValue)"
-            var text = head.padding(toLength: max(head.count + 1, 28), withPad: " ", startingAt: 0) + lines[0]
-            for line in lines.dropFirst() { text += "\n" + String(repeating: " ", count: 28) + line }
-            return text
-        }.joined(separator: "\n")
+        descriptions.compactMap { d in d.flag.map { RunOptionDescription.helpText("\($0) \(d.flagValue)", d.help) } }
+            .joined(separator: "\n")
     }
 
     /// A number as settings show it: `2`, `0.5`.

@@ -72,6 +72,8 @@ public struct RunOptionDescription: Sendable {
     /// `  -o, --output DIR          output folder…`: the help's lines for it, wrapped at column 28.
     public var helpText: String { Self.helpText(names.joined(separator: ", ") + (value.map { " " + $0 } ?? ""), help) }
 
+    /// One option's lines in a `--help`: `  HEAD` padded to column 28, then the
+    /// help's first line, its other lines indented to that column.
     static func helpText(_ head: String, _ help: String) -> String {
         let lines = help.split(separator: "\n")
         let start = "  " + head

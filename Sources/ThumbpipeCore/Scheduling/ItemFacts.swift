@@ -18,17 +18,6 @@ struct ItemFacts: Sendable, Equatable {
     /// The store file's content hash (with `--verify-content`).
     var storeHash: String?
 
-    init(
-        source: FileStamp?, sourceGone: Bool = false, sourceHash: String? = nil, store: FileStamp? = nil,
-        storeHash: String? = nil
-    ) {
-        self.source = source
-        self.sourceGone = sourceGone
-        self.sourceHash = sourceHash
-        self.store = store
-        self.storeHash = storeHash
-    }
-
     /// Gathers what classifying the item needs, asking the ledger's pure rules
     /// which facts those are: the source's stamp always, whether its name exists
     /// only when it cannot be stat'ed, its hash only when its stamp cannot decide,

@@ -33,7 +33,13 @@ extension ItemLedger {
     /// when the record has no hash to compare with.
     static func needsSourceHash(path: String, previous: ItemRecord, stamp: FileStamp?, rules: Rules) -> Bool {
         guard !rules.force, !previous.isRebuilt, !previous.sourceHash.isEmpty else { return false }
-        return rules.verifyContent
+        return contentDecides(path: path, previous: previous, stamp: stamp, rules: rules)
+    }
+
+    /// Whether content, not the stamp, decides if the source is the same: with
+    /// `--verify-content`, or for a source under a new path with the recorded size.
+    static func contentDecides(path: String, previous: ItemRecord, stamp: FileStamp?, rules: Rules) -> Bool {
+        rules.verifyContent
             || (stampChanged(path: path, previous: previous, stamp: stamp) && previous.sourcePath != path
                 && stamp?.size == previous.sourceSize)
     }
@@ -44,10 +50,9 @@ extension ItemLedger {
         changed: Bool, restamp: (path: String, stamp: FileStamp)?, moved: Bool
     ) {
         let stampChanged = stampChanged(path: path, previous: previous, stamp: facts.source)
-        let hashDecides =
-            rules.verifyContent
-            || (stampChanged && previous.sourcePath != path && facts.source?.size == previous.sourceSize)
-        guard hashDecides else { return (stampChanged, nil, false) }
+        guard contentDecides(path: path, previous: previous, stamp: facts.source, rules: rules) else {
+            return (stampChanged, nil, false)
+        }
         let same = !previous.sourceHash.isEmpty && facts.sourceHash == previous.sourceHash
         guard stampChanged && same, let stamp = facts.source else { return (!same, nil, false) }
         return (false, (path, stamp), previous.sourcePath != path)
