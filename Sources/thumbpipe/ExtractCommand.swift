@@ -24,7 +24,7 @@ enum ExtractCommand {
         try reader.checkKeysUnique()
         let folder = positionals[1]
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileSystem.createFolder(folder, intermediate: true)
         } catch {
             throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(error.localizedDescription)")
         }

@@ -4,7 +4,7 @@ import ThumbpipeCore
 
 /// `run --log FILE`: one JSON line per item, written as items reach the archive.
 final class ItemLog: Sendable {
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
     private let target: OutputTarget
     /// The first write that failed: the run ends with 74 after its archive.
     private let failure = Mutex<ThumbpipeError?>(nil)
@@ -13,8 +13,6 @@ final class ItemLog: Sendable {
         self.target = target
         descriptor = try target.open()
     }
-
-    deinit { if target.kind != .standardOutput { close(descriptor) } }
 
     func write(_ entry: ItemLogEntry) {
         let encoder = JSONEncoder()

@@ -44,7 +44,7 @@ enum ScanCommand {
         } else if let output {
             let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
             do {
-                try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+                try FileSystem.createFolder(base, intermediate: true)
             } catch {
                 throw ThumbpipeError(.cannotCreate, "\(base): cannot create: \(ThumbpipeError.describe(error))")
             }
@@ -53,7 +53,7 @@ enum ScanCommand {
             protected.protect(files: { photos }, as: "a photo the scan found")
             let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
             // A manifest is where users type names and values: never overwritten unasked.
-            if target.kind == .file && !force && FileManager.default.fileExists(atPath: target.path) {
+            if target.kind == .file && !force && FileSystem.exists(target.path) {
                 throw ThumbpipeError(
                     .cannotCreate,
                     "\(output) exists (a manifest's names and values may have been edited there); --force overwrites it"
@@ -66,7 +66,7 @@ enum ScanCommand {
                     Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
             }
         } else {
-            try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileManager.default.currentDirectoryPath))
+            try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileSystem.currentFolder))
         }
         // Named, not only counted: a JPEG libvips could read with warnings may be among them.
         for file in result.skippedFiles.prefix(20) {
@@ -108,7 +108,10 @@ enum ScanCommand {
         let excluded = fresh.count - added.count
         let namedNow = Set(manifest.items.compactMap { $0.image })
         let gone = manifest.items.filter { item in item.imagePath.map { FileInfo(path: $0) == nil } ?? false }
-        var text = try Data(contentsOf: URL(fileURLWithPath: path))
+        var text: Data
+        do { text = try FileSystem.contents(of: path) } catch {
+            throw ThumbpipeError(.noInput, "\(path): cannot read: \(error)")
+        }
         if !added.isEmpty {
             if let last = text.last, last != UInt8(ascii: "\n") { text.append(UInt8(ascii: "\n")) }
             let base = URL(fileURLWithPath: path).deletingLastPathComponent().path

@@ -118,14 +118,14 @@ func printOut(_ text: String) throws {
 /// - Throws: ``ThumbpipeError`` (74) when it cannot all be written (a full disk,
 ///   a closed descriptor): the output a user asked for never ends silently short.
 func writeOut(_ text: String) throws {
-    if let code = Array(text.utf8).withUnsafeBytes({ FileDescriptor.writeAll(1, $0) }) {
-        if code == EPIPE { exit(0) }
-        throw ThumbpipeError(.ioError, "cannot write to standard output: \(ThumbpipeError.errnoText(code))")
+    do { try FileDescriptor.standardOutput.write(text) } catch {
+        if error.rawValue == EPIPE { exit(0) }
+        throw ThumbpipeError(.ioError, "cannot write to standard output: \(error)")
     }
 }
 
 /// Writes all of `text` to `fd`; a closed descriptor or a reader that went away
 /// (EBADF, EPIPE) loses the text, never the run.
 func writeAll(_ fd: Int32, _ text: String) {
-    _ = Array(text.utf8).withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
+    try? FileDescriptor(borrowing: fd).write(text)
 }

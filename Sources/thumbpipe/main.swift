@@ -1,19 +1,22 @@
 import Foundation
 import ThumbpipeCore
 
-/// When this process started, for the wall time a run's summary gives.
-let processStarted = Date()
+/// When `main` started: the wall time a run's summary gives counts from the
+/// process's start (``ProcessClock``), and from here only when /proc cannot say.
+let mainStarted = Date()
 
 /// Whether standard input was closed when thumbpipe started (`run - <&-`). Its
 /// descriptor, and those of stdout and stderr, are then held on /dev/null, so no
 /// file thumbpipe opens can take their numbers (and be read or written as them).
 let standardInputClosed: Bool = {
-    let closed = fcntl(0, F_GETFD) < 0
-    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) < 0 {
-        let null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)
-        if null >= 0 && null != fd {
-            dup2(null, fd)
-            close(null)
+    let closed = !FileDescriptor.isOpen(0)
+    for fd: Int32 in 0...2 where !FileDescriptor.isOpen(fd) {
+        guard let null = try? FileDescriptor.open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) else { continue }
+        if null.rawValue == fd {
+            try? null.keepOnExec()
+            _ = null.release()
+        } else {
+            try? null.duplicate(as: fd)
         }
     }
     return closed

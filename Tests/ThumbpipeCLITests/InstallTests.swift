@@ -19,10 +19,9 @@ struct InstallTests {
         // Written close-on-exec: a descriptor open for writing that leaks into a
         // child another test forks at that moment makes the exec fail (ETXTBSY).
         let bytes = try Data(contentsOf: URL(fileURLWithPath: TestPaths.executable))
-        let fd = try #require(FileDescriptor.open(binary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o755))
-        let failed = bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
-        close(fd)
-        #expect(failed == nil, "copying the binary: \(failed.map { ThumbpipeError.errnoText($0) } ?? "")")
+        let file = try FileDescriptor.open(binary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o755)
+        try file.write(bytes)
+        try file.close()
         let home = folder + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         return (binary, ["PATH": "/usr/bin:/bin", "HOME": home])

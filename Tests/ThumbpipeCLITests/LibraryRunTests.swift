@@ -30,7 +30,7 @@ struct LibraryRunTests {
         #expect(!FileManager.default.fileExists(atPath: folder + "/lib"), "a dry run writes nothing")
         let entries = Mutex<[ItemLogEntry]>([])
         let result = try run.execute(hooks: RunHooks(onItem: { entry in entries.withLock { $0.append(entry) } }))
-        #expect(result.succeeded == 3 && result.failures.isEmpty)
+        #expect(result.counts.succeeded == 3 && result.failures.isEmpty)
         #expect(entries.withLock { $0.map(\.itemKey) } == ["ka", "kb", "kc"])
         let cli = try runThumbpipe(["run", manifest, "-o", folder + "/cli", "-q"])
         #expect(cli.status == 0, "\(cli.stderr)")
@@ -42,7 +42,7 @@ struct LibraryRunTests {
         // The next night, through the library: nothing to do.
         let again = try Run.prepare(try Self.request(manifest, folder + "/lib"))
         #expect(try again.plan().plan.counts[.unchanged] == 3)
-        #expect(try again.execute().decodedItems == 0)
+        #expect(try again.execute().incremental.decoded == 0)
     }
 
     @Test("Two shards through the library merge into the whole run's archive")

@@ -208,9 +208,9 @@ struct RunTests {
     func archiveMatchesManifest() throws {
         let items = items()
         let (output, result) = try runManifest(items)
-        #expect(result.total == items.count)
+        #expect(result.counts.items == items.count)
         #expect(result.failures.map(\.itemKey).sorted() == ["item-5", "missing"])
-        #expect(result.withoutImage == 1)
+        #expect(result.counts.withoutImage == 1)
         let decoded = try unarchiveWithFoundation(try Data(contentsOf: URL(fileURLWithPath: output + "/items.archive")))
         #expect(decoded.map(\.itemKey) == items.map(\.itemKey))
         for (item, object) in zip(items, decoded) {

@@ -3,39 +3,103 @@ import Testing
 
 @testable import ThumbpipeCore
 
-@Suite("The POSIX layer")
+@Suite("The I/O layer: FileDescriptor, FileSystem, Errno")
 struct FileDescriptorTests {
     @Test("A rename that must not replace: done when the name is free, EEXIST (and nothing touched) when it is not")
     func renameNoReplace() throws {
         let folder = TestFolder.make("rename")
         let a = folder + "/a", b = folder + "/b", c = folder + "/c"
-        try Data("A".utf8).write(to: URL(fileURLWithPath: a))
-        try Data("B".utf8).write(to: URL(fileURLWithPath: b))
-        #expect(FileDescriptor.rename(a, to: b, replacing: false) == EEXIST)
-        #expect(try String(contentsOfFile: b, encoding: .utf8) == "B", "the file at the name is left as it is")
-        #expect(FileManager.default.fileExists(atPath: a), "and the source stays for the caller")
+        try FileSystem.write("A".utf8, to: a)
+        try FileSystem.write("B".utf8, to: b)
+        #expect(throws: Errno.exists) { try FileSystem.rename(a, to: b, replacing: false) }
+        #expect(FileSystem.text(of: b) == "B", "the file at the name is left as it is")
+        #expect(FileSystem.exists(a), "and the source stays for the caller")
         // A dangling symlink is something at the name too.
-        try FileManager.default.createSymbolicLink(atPath: c, withDestinationPath: folder + "/nowhere")
-        #expect(FileDescriptor.rename(a, to: c, replacing: false) == EEXIST)
-        #expect(FileDescriptor.rename(a, to: folder + "/d", replacing: false) == nil)
-        #expect(!FileManager.default.fileExists(atPath: a))
-        #expect(try String(contentsOfFile: folder + "/d", encoding: .utf8) == "A")
-        #expect(FileDescriptor.rename(folder + "/d", to: b) == nil, "replacing, as rename(2)")
-        #expect(try String(contentsOfFile: b, encoding: .utf8) == "A")
+        #expect(symlink(folder + "/nowhere", c) == 0)
+        #expect(throws: Errno.exists) { try FileSystem.rename(a, to: c, replacing: false) }
+        try FileSystem.rename(a, to: folder + "/d", replacing: false)
+        #expect(!FileSystem.exists(a))
+        #expect(FileSystem.text(of: folder + "/d") == "A")
+        try FileSystem.rename(folder + "/d", to: b)
+        #expect(FileSystem.text(of: b) == "A", "replacing, as rename(2)")
     }
 
-    @Test("Positioned writes and reads go through whole buffers")
+    @Test("Positioned writes and reads go through whole buffers; a closed descriptor throws EBADF")
     func positioned() throws {
         let path = TestFolder.make("pwrite") + "/f"
-        let fd = try #require(FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL))
-        defer { close(fd) }
+        let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
         let bytes = [UInt8](repeating: 7, count: 1 << 20) + [1, 2, 3]
-        #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0, at: 10) } == nil)
+        try file.write(bytes, at: 10)
         var back = [UInt8](repeating: 0, count: bytes.count + 50)
-        let n = back.withUnsafeMutableBytes { FileDescriptor.readFully(fd, into: $0, at: 10) }
+        let n = try file.read(into: &back, at: 10)
         #expect(n == bytes.count, "short at the end of the file only")
         #expect(Array(back[..<n]) == bytes)
-        #expect([UInt8](repeating: 0, count: 4).withUnsafeBytes { FileDescriptor.writeAll(-1, $0, at: 0) } == EBADF)
+        #expect(try file.info().size == Int64(10 + bytes.count))
+        try file.close()
+        try file.close()  // a second close does nothing
+        #expect(throws: Errno.badDescriptor) { try file.write([0, 0, 0, 0], at: 0) }
+    }
+
+    @Test("A descriptor closes itself when it goes, unless released")
+    func ownership() throws {
+        let path = TestFolder.make("own") + "/f"
+        try FileSystem.write([1, 2, 3], to: path)
+        var raw: Int32 = -1
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY)
+            raw = file.rawValue
+            #expect(FileDescriptor.isOpen(raw))
+        }
+        #expect(!FileDescriptor.isOpen(raw), "closed with its value")
+        let kept = try FileDescriptor.open(path, O_RDONLY).release()
+        #expect(FileDescriptor.isOpen(kept), "a released number is the caller's")
+        try FileDescriptor(adopting: kept).close()
+        #expect(!FileDescriptor.isOpen(kept))
+        #expect(FileDescriptor(borrowing: 1).rawValue == 1)
+    }
+
+    @Test("Errno: the C library's text, and the error a missing file throws")
+    func errno() {
+        #expect(Errno.noSpace.description == "No space left on device")
+        #expect(throws: Errno.noEntry) { try FileDescriptor.open("/nonexistent/thumbpipe", O_RDONLY) }
+        #expect(ThumbpipeError.describe(Errno.accessDenied) == "Permission denied")
+    }
+
+    @Test("Folders: made with their parents, listed by name bytes, emptied through a descriptor")
+    func folders() throws {
+        let root = TestFolder.make("folders") + "/a/b/c"
+        try FileSystem.createFolder(root, intermediate: true)
+        try FileSystem.createFolder(root, intermediate: true)  // already there: no error
+        #expect(throws: Errno.exists) { try FileSystem.createFolder(root) }
+        try FileSystem.write([1], to: root + "/x")
+        #expect(throws: Errno.exists) { try FileSystem.createFolder(root + "/x", intermediate: true) }
+        // A name that is not UTF-8 is listed by its bytes and can be removed by them.
+        let latin1: [UInt8] = Array("caf".utf8) + [0xE9]
+        let folder = try FileDescriptor.open(root, O_RDONLY | O_DIRECTORY)
+        try folder.open(latin1, O_WRONLY | O_CREAT).close()
+        let names = try folder.names()
+        #expect(names.map(\.bytes).sorted { $0.lexicographicallyPrecedes($1) } == [latin1, Array("x".utf8)])
+        #expect(names.first { $0.bytes == latin1 }?.text == nil)
+        #expect(try folder.info(of: latin1).kind == .regular)
+        try folder.remove(latin1)
+        #expect(FileSystem.textNames(in: root) == ["x"])
+        #expect(OutputFolder.empty(TestFolder.make("folders-empty")) == 0)
+    }
+
+    @Test("Whole files: bounded, a FIFO refused without blocking, a pipe read to its end")
+    func contents() throws {
+        let folder = TestFolder.make("contents")
+        try FileSystem.write(Array(repeating: 9, count: 5000), to: folder + "/f")
+        #expect(FileDescriptor.contents(ofRegularFile: folder + "/f", limit: 5000)?.count == 5000)
+        #expect(FileDescriptor.contents(ofRegularFile: folder + "/f", limit: 4999) == nil)
+        #expect(mkfifo(folder + "/fifo", 0o600) == 0)
+        #expect(FileDescriptor.contents(ofRegularFile: folder + "/fifo", limit: 1 << 20) == nil)
+        let (read, write) = try FileDescriptor.pipe()
+        try write.write("through a pipe")
+        try write.close()
+        #expect(try read.readToEnd() == Array("through a pipe".utf8))
+        #expect(try FileSystem.contents(of: folder + "/f").count == 5000)
+        #expect(throws: Errno(rawValue: EFBIG)) { try FileSystem.contents(of: folder + "/f", limit: 10) }
     }
 }
 
@@ -43,7 +107,7 @@ struct FileDescriptorTests {
 enum TestFolder {
     static func make(_ label: String) -> String {
         let path = NSTemporaryDirectory() + "thumbpipe-\(label)-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try? FileSystem.createFolder(path, intermediate: true)
         return path
     }
 }

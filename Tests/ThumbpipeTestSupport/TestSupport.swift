@@ -281,7 +281,7 @@ public func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
 /// Runs a manifest through the library and returns the output folder and result.
 public func runManifest(
     _ items: [ManifestItem], settings: PipelineSettings = PipelineSettings(), jobs: Int = 2, folder: String? = nil
-) throws -> (output: String, result: RunResult) {
+) throws -> (output: String, result: RunReport) {
     let output = folder ?? TestPaths.temporaryFolder("run")
     let manifest = Manifest(
         path: output + "/items.jsonl", items: items, warnings: [],

@@ -5,7 +5,7 @@ extension ArchiveIndex {
     /// Reads a previous index alongside its archive, item by item, and hands
     /// out an item's archived bytes only when they hash as the index says.
     final class Reader {
-        private let archive: Int32
+        private let archive: FileDescriptor
         private let refWidth: Int
         private var entries: EntryCursor
         private var exhausted = false
@@ -28,30 +28,17 @@ extension ArchiveIndex {
             indexPath: String, archivePath: String, className: String, refWidth: Int, firstLayout: Layout,
             firstStart: UInt64
         ) {
-            guard let index = FileDescriptor.open(indexPath, O_RDONLY) else { return nil }
-            guard let archive = FileDescriptor.open(archivePath, O_RDONLY) else {
-                close(index)
-                return nil
-            }
-            let stamp = FileInfo(descriptor: archive).map(FileStamp.init)
-            guard let stamp,
+            guard let index = try? FileDescriptor.open(indexPath, O_RDONLY),
+                let archive = try? FileDescriptor.open(archivePath, O_RDONLY),
+                let stamp = (try? archive.info()).map(FileStamp.init),
                 let archiveSize = ArchiveIndex.check(
                     index: index, className: className, refWidth: refWidth, archive: stamp)
-            else {
-                close(index)
-                close(archive)
-                return nil
-            }
+            else { return nil }
             self.archive = archive
             self.refWidth = refWidth
             entries = EntryCursor(descriptor: index, path: indexPath, firstLayout: firstLayout, end: nil)
             expectedStart = firstStart
             self.archiveSize = archiveSize
-        }
-
-        deinit {
-            close(entries.descriptor)
-            close(archive)
         }
 
         /// The previous archive's next item, its layout and its size in bytes,
@@ -83,9 +70,7 @@ extension ArchiveIndex {
                 // Refill from this item on: a window, or the item whole when it is larger.
                 let want = Int(min(UInt64(max(Self.windowSize, count)), archiveSize - entry.start))
                 if window.count != want { window = [UInt8](repeating: 0, count: want) }
-                let got = window.withUnsafeMutableBytes {
-                    FileDescriptor.readFully(archive, into: $0, at: entry.start)
-                }
+                let got = try? archive.read(into: &window, at: entry.start)
                 windowStart = entry.start
                 guard got == want else {
                     window = []
@@ -106,9 +91,9 @@ extension ArchiveIndex {
     /// size against its item count, that count against what the archive can
     /// hold, and its entries against their checksum (one sequential read).
     /// - Returns: the archive's size when the index is whole and describes it; else nil.
-    static func check(index: Int32, className: String, refWidth: Int, archive: FileStamp) -> UInt64? {
+    static func check(index: FileDescriptor, className: String, refWidth: Int, archive: FileStamp) -> UInt64? {
         var header = [UInt8](repeating: 0, count: headerSize)
-        let n = header.withUnsafeMutableBytes { FileDescriptor.readFully(index, into: $0, at: 0) }
+        let n = try? index.read(into: &header, at: 0)
         let expected = Header(itemCount: 0, refWidth: UInt8(refWidth), className: className, archive: archive).encode()
         // Magic, version, reference width, class and the archive's stamp must match.
         guard n == headerSize, header[0..<12] == expected[0..<12], header[20..<45] == expected[20..<45] else {
@@ -119,7 +104,7 @@ extension ArchiveIndex {
         }
         let itemCount = number(Header.itemCountBytes)
         let archiveSize = UInt64(max(0, archive.size))
-        guard let info = FileInfo(descriptor: index), itemCount <= archiveSize / minimumItemBytes,
+        guard let info = try? index.info(), itemCount <= archiveSize / minimumItemBytes,
             UInt64(info.size) == UInt64(headerSize) + itemCount * UInt64(entrySize)
         else { return nil }
         var checksum = ContentHash.Streaming()
@@ -128,7 +113,7 @@ extension ArchiveIndex {
         while offset < UInt64(info.size) {
             let want = Int(min(UInt64(buffer.count), UInt64(info.size) - offset))
             let got = buffer.withUnsafeMutableBytes {
-                FileDescriptor.readFully(index, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
+                try? index.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
             }
             guard got == want else { return nil }
             buffer.withUnsafeBytes { checksum.update(UnsafeRawBufferPointer(rebasing: $0[0..<want])) }

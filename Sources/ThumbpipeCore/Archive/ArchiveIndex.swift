@@ -197,7 +197,7 @@ enum ArchiveIndex {
 
     /// Reads an index file's entries in chunks, in order, with the layout of each item.
     struct EntryCursor {
-        let descriptor: Int32
+        let descriptor: FileDescriptor
         private let path: String
         private var layout: Layout
         /// Where the entries end (a file being written), or nil: read to the end of the file.
@@ -206,7 +206,7 @@ enum ArchiveIndex {
         private var chunk: [UInt8] = []
         private var position = 0
 
-        init(descriptor: Int32, path: String, firstLayout: Layout, end: UInt64?) {
+        init(descriptor: FileDescriptor, path: String, firstLayout: Layout, end: UInt64?) {
             self.descriptor = descriptor
             self.path = path
             layout = firstLayout
@@ -222,8 +222,10 @@ enum ArchiveIndex {
                 if let end { want = Int(min(UInt64(want), end - min(end, offset))) }
                 guard want > 0 else { return nil }
                 chunk = [UInt8](repeating: 0, count: want)
-                let n = chunk.withUnsafeMutableBytes { FileDescriptor.readFully(descriptor, into: $0, at: offset) }
-                if n < 0 { throw ThumbpipeError(.ioError, "\(path): read failed: \(ThumbpipeError.errnoText())") }
+                let n: Int
+                do { n = try descriptor.read(into: &chunk, at: offset) } catch {
+                    throw ThumbpipeError(.ioError, "\(path): read failed: \(error)")
+                }
                 if end != nil && n != want { throw ThumbpipeError(.ioError, "\(path): short read") }
                 guard n > 0, n % ArchiveIndex.entrySize == 0 else { return nil }
                 chunk.removeSubrange(n...)
@@ -252,7 +254,7 @@ enum ArchiveIndex {
         init(folder: String, finalPath: String?) throws {
             file = try TemporaryFile(in: folder)
             self.finalPath = finalPath
-            if finalPath == nil { unlink(file.path) }  // a scratch file: nothing left behind
+            if finalPath == nil { try? FileSystem.remove(file.path) }  // a scratch file: nothing left behind
             pending = [UInt8](repeating: 0, count: ArchiveIndex.headerSize)
             pending.reserveCapacity(1 << 20)
         }
@@ -291,9 +293,9 @@ enum ArchiveIndex {
             var header = header
             header.entriesChecksum = checksum.finish()
             let bytes = header.encode()
-            if let code = bytes.withUnsafeBytes({ FileDescriptor.writeAll(file.descriptor, $0, at: 0) }) {
+            do { try file.descriptor.write(bytes, at: 0) } catch {
                 file.discard()
-                throw ThumbpipeError(.ioError, "\(file.path): write failed: \(ThumbpipeError.errnoText(code))")
+                throw ThumbpipeError(.ioError, "\(file.path): write failed: \(error)")
             }
             // Not synced: an index lost or torn by a crash fails its checks (or
             // its hashes) and costs one rebuild by encoding, never wrong bytes.

@@ -22,7 +22,7 @@ final class MemoryBytes: ByteSource {
 /// many-gigabyte archive keeps a small, flat memory footprint (a memory map
 /// would count every touched page as resident).
 final class FileBytes: ByteSource {
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
     let count: Int
     private static let blockSize = 64 << 10
     // An item touches about six regions: its objects, the offset table, the
@@ -32,37 +32,30 @@ final class FileBytes: ByteSource {
 
     init(path: String) throws {
         // Never waits: a FIFO put where an archive should be is refused at once, not blocked on.
-        guard let fd = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else {
-            throw ThumbpipeError(.noInput, "\(path): cannot open: \(ThumbpipeError.errnoText())")
+        do { descriptor = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) } catch {
+            throw ThumbpipeError(.noInput, "\(path): cannot open: \(error)")
         }
-        descriptor = fd
-        guard let info = FileInfo(descriptor: fd), info.kind == .regular else {
-            close(fd)
+        guard let info = try? descriptor.info(), info.kind == .regular else {
             throw ThumbpipeError(.noInput, "\(path): not a regular file")
         }
         count = Int(info.size)
     }
 
-    deinit { close(descriptor) }
-
     private func read(at offset: Int, length: Int) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: length)
-        var done = 0
-        try bytes.withUnsafeMutableBytes { raw in
-            done = FileDescriptor.readFully(descriptor, into: raw, at: UInt64(offset))
-            guard done == length else {
-                throw ThumbpipeError(
-                    .ioError,
-                    "read failed at byte \(offset + max(0, done)): \(done < 0 ? ThumbpipeError.errnoText() : "end of file")"
-                )
-            }
+        let done: Int
+        do { done = try descriptor.read(into: &bytes, at: UInt64(offset)) } catch {
+            throw ThumbpipeError(.ioError, "read failed at byte \(offset): \(error)")
+        }
+        guard done == length else {
+            throw ThumbpipeError(.ioError, "read failed at byte \(offset + done): end of file")
         }
         return bytes
     }
 
     func withBytes<R>(at offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         if length > Self.blockSize / 2 {
-            return try read(at: offset, length: length).withUnsafeBytes { try body($0) }
+            return try self.read(at: offset, length: length).withUnsafeBytes { try body($0) }
         }
         if let index = blocks.firstIndex(where: { $0.start <= offset && offset + length <= $0.start + $0.bytes.count })
         {
@@ -77,7 +70,7 @@ final class FileBytes: ByteSource {
             }
         }
         let start = offset
-        let block = try read(at: start, length: min(Self.blockSize, count - start))
+        let block = try self.read(at: start, length: min(Self.blockSize, count - start))
         blocks.insert((start, block), at: 0)
         if blocks.count > Self.blockCount { blocks.removeLast() }
         return try block.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }

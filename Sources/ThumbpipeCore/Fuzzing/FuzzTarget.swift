@@ -95,9 +95,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
         // What reads must write, and read back equal.
         let folder = NSTemporaryDirectory() + "thumbpipe-fuzz-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try? FileSystem.createFolder(folder, intermediate: true)
         let path = folder + "/items.archive"
-        defer { unlink(path) }
+        defer { try? FileSystem.remove(path) }
         do {
             let writer = try KeyedArchiveWriter(path: path, className: reader.className, itemCount: items.count)
             for item in items { try writer.append(item) }

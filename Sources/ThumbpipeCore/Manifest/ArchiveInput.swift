@@ -18,9 +18,9 @@ public enum ArchiveInput {
 
     /// Whether `path` looks like an items archive rather than a manifest.
     public static func isArchive(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        return (try? handle.read(upToCount: 8)) == Data("bplist00".utf8)
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else { return false }
+        var head = [UInt8](repeating: 0, count: 8)
+        return (try? file.read(into: &head, at: 0)) == 8 && head == Array("bplist00".utf8)
     }
 
     /// Reads the archive at `path` as a manifest.
@@ -54,8 +54,7 @@ public enum ArchiveInput {
             items.append(item)
         }
         let mtime =
-            ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date)
-            ?? Date(timeIntervalSince1970: 0)
+            FileInfo(path: path)?.modificationDate ?? Date(timeIntervalSince1970: 0)
         return Result(
             manifest: Manifest(path: path, items: items, warnings: [], modificationDate: mtime), keptThumbnails: kept,
             legacyThumbnails: legacy)

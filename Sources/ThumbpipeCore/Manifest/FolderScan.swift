@@ -86,16 +86,15 @@ public enum FolderScan {
         }
         for folder in folders {
             let root = absolute(folder)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileSystem.isFolder(root) else {
                 throw ThumbpipeError(.noInput, "\(folder): not a folder")
             }
             let prefix = folders.count > 1 ? URL(fileURLWithPath: root).lastPathComponent + "/" : ""
             var pending = [""]
             while let relative = pending.popLast() {
                 let directory = relative.isEmpty ? root : root + "/" + relative
-                guard let listed = FileInfo.names(in: directory) else {
-                    throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(ThumbpipeError.errnoText())")
+                guard let listed = FileSystem.names(in: directory) else {
+                    throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(Errno.current)")
                 }
                 var names: [String] = []
                 result.hidden += listed.filter { $0.bytes.first == 0x2E }.count
@@ -160,8 +159,8 @@ public enum FolderScan {
         formats: ImageFormats
     ) throws {
         let root = absolute(folder)
-        if FileManager.default.fileExists(atPath: OutputFolder(root).layout.archive(archiveFileName))
-            || FileManager.default.fileExists(atPath: OutputFolder(root).layout.meta)
+        if FileSystem.exists(OutputFolder(root).layout.archive(archiveFileName))
+            || FileSystem.exists(OutputFolder(root).layout.meta)
         {
             throw ThumbpipeError(
                 .usage,
@@ -236,7 +235,7 @@ public enum FolderScan {
             guard let record = try state.record(forKey: key), record.sourcePath.hasPrefix(base + "/") else { continue }
             let folder = URL(fileURLWithPath: record.sourcePath).deletingLastPathComponent().path
             // The folder is there and readable: the file itself was deleted, and the item goes.
-            if access(folder, R_OK | X_OK) == 0 { continue }
+            if FileSystem.allows(folder, R_OK | X_OK) { continue }
             let entry = Entry(
                 relativePath: relativePath(from: base, to: record.sourcePath), path: record.sourcePath,
                 size: record.sourceSize)
@@ -297,7 +296,7 @@ public enum FolderScan {
         let url =
             path.hasPrefix("/")
             ? URL(fileURLWithPath: path)
-            : URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path)
+            : URL(fileURLWithPath: FileSystem.currentFolder).appendingPathComponent(path)
         return url.standardizedFileURL.path
     }
 

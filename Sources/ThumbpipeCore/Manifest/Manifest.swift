@@ -45,10 +45,10 @@ public struct Manifest: Sendable {
         let cannotOpen = { (reason: String) in
             ThumbpipeError(.noInput, "\(path): cannot open manifest: \(reason)")
         }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        let mtime = (attributes?[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        let info = FileInfo(path: path)
+        let mtime = info?.modificationDate ?? Date(timeIntervalSince1970: 0)
         // A device, a socket (/dev/null, /dev/tty): not a manifest file, whatever its name.
-        if let info = FileInfo(path: path), info.kind == .other, type.isEmpty || !["jsonl", "ndjson"].contains(type) {
+        if let info, info.kind == .other, type.isEmpty || !["jsonl", "ndjson"].contains(type) {
             throw ThumbpipeError(
                 .noInput,
                 "\(path) is not a manifest file (a device or socket): name a .jsonl, .ndjson, .json or .csv file, a folder of photos, or - for a JSONL manifest on standard input"
@@ -56,21 +56,19 @@ public struct Manifest: Sendable {
         }
         var manifest: Manifest
         if type == "jsonl" || type == "ndjson" {
-            guard let descriptor = FileDescriptor.open(path, O_RDONLY) else {
-                throw cannotOpen(ThumbpipeError.errnoText())
-            }
-            defer { close(descriptor) }
+            let descriptor: FileDescriptor
+            do { descriptor = try FileDescriptor.open(path, O_RDONLY) } catch { throw cannotOpen(error.description) }
             manifest = try readJSONLines(
                 descriptor: descriptor, fileName: name, folder: url.deletingLastPathComponent().path)
         } else {
-            let data: Data
+            let bytes: [UInt8]
             do {
-                data = try Data(contentsOf: url)
+                bytes = try FileDescriptor.open(path, O_RDONLY).readToEnd()
             } catch {
-                throw cannotOpen(ThumbpipeError.describe(error))
+                throw cannotOpen(error.rawValue == EISDIR ? "is a directory" : error.description)
             }
             manifest = try parse(
-                [UInt8](data), fileName: name, folder: url.deletingLastPathComponent().path, type: type)
+                bytes, fileName: name, folder: url.deletingLastPathComponent().path, type: type)
         }
         manifest.path = path
         manifest.modificationDate = mtime
@@ -80,14 +78,14 @@ public struct Manifest: Sendable {
     /// Reads a JSON Lines manifest from an open descriptor (a file or standard
     /// input) in chunks, resolving image paths against `folder`.
     /// - Throws: ``ThumbpipeError`` (66) when reading fails, (65) with `fileName:line: reason`.
-    public static func readJSONLines(descriptor: Int32, fileName: String, folder: String) throws -> Manifest {
+    public static func readJSONLines(descriptor: FileDescriptor, fileName: String, folder: String) throws -> Manifest {
         try build(fileName: fileName, folder: folder) { builder in
             var lines = LineReader(fileName: fileName)
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             while true {
-                let n = chunk.withUnsafeMutableBytes { FileDescriptor.read(descriptor, into: $0) }
-                if n < 0 {
-                    throw ThumbpipeError(.noInput, "\(fileName): cannot read manifest: \(ThumbpipeError.errnoText())")
+                let n: Int
+                do { n = try descriptor.read(into: &chunk) } catch {
+                    throw ThumbpipeError(.noInput, "\(fileName): cannot read manifest: \(error)")
                 }
                 if n == 0 { break }
                 try chunk.withUnsafeBytes { raw in
@@ -124,15 +122,15 @@ public struct Manifest: Sendable {
         }
     }
 
-    /// Runs `read` over a new builder, then checks keys are used once. A key
+    /// Runs `reading` over a new builder, then checks keys are used once. A key
     /// used twice before a line that is wrong is reported first, as reading
     /// line by line would have found it first.
     private static func build(
-        fileName: String, folder: String, _ read: (inout ManifestBuilder) throws -> Void
+        fileName: String, folder: String, _ reading: (inout ManifestBuilder) throws -> Void
     ) throws -> Manifest {
         var builder = ManifestBuilder(fileName: fileName, folder: folder)
         do {
-            try read(&builder)
+            try reading(&builder)
         } catch {
             _ = try builder.checkedItems()
             throw error

@@ -234,17 +234,15 @@ public struct Decode: Sendable {
     @discardableResult
     static func checkReadableFile(_ path: String) throws(ItemFailure) -> Int {
         guard let info = FileInfo(path: path) else {
-            let code = errno
-            throw ItemFailure(
-                .decode, code == ENOENT ? "file not found" : "cannot open: \(ThumbpipeError.errnoText(code))")
+            let error = Errno.current
+            throw ItemFailure(.decode, error == .noEntry ? "file not found" : "cannot open: \(error)")
         }
         if info.kind == .directory { throw ItemFailure(.decode, "is a directory, not an image") }
         if info.kind != .regular { throw ItemFailure(.decode, "not a regular file") }
         if info.size == 0 { throw ItemFailure(.decode, "empty file (0 bytes)") }
-        guard let fd = FileDescriptor.open(path, O_RDONLY) else {
-            throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())")
+        do { try FileDescriptor.open(path, O_RDONLY).close() } catch {
+            throw ItemFailure(.decode, "cannot open: \(error)")
         }
-        close(fd)
         return Int(info.size)
     }
 
@@ -254,9 +252,10 @@ public struct Decode: Sendable {
 
     /// The first `count` bytes of a file (fewer when it is shorter or unreadable).
     static func head(_ path: String, count: Int = 512) -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
-        defer { try? handle.close() }
-        return [UInt8]((try? handle.read(upToCount: count)) ?? Data())
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = (try? file.read(into: &bytes, at: 0)) ?? 0
+        return Array(bytes[..<n])
     }
 
     /// A few words on what an unloadable file looks like, from its first bytes.

@@ -114,7 +114,9 @@ public struct ItemJobRunner: Sendable {
     /// - Parameter storeFile: where the store file's bytes go (a memory file the
     ///   worker seals and passes back); nil when the job makes none.
     /// - Parameter beforeOpen: called just before the source's bytes are read.
-    public func run(_ job: ItemJob, descriptor: Int32, storeFile: Int32?, beforeOpen: () -> Void = {}) -> ItemOutcome {
+    public func run(
+        _ job: ItemJob, descriptor: FileDescriptor, storeFile: FileDescriptor?, beforeOpen: () -> Void = {}
+    ) -> ItemOutcome {
         _ = Vips.takeWarnings()
         var outcome = ItemOutcome()
         beforeOpen()
@@ -150,7 +152,8 @@ public struct ItemJobRunner: Sendable {
 
     /// The work after the header, by the item's ``DecodePlan``.
     private func make(
-        _ job: ItemJob, source path: SourceBytes, header: SourceHeader, storeFile: Int32?, outcome: inout ItemOutcome,
+        _ job: ItemJob, source path: SourceBytes, header: SourceHeader, storeFile: FileDescriptor?,
+        outcome: inout ItemOutcome,
         spans: inout Spans
     ) throws {
         let job = Job(job: job, storeFile: storeFile)
@@ -289,7 +292,7 @@ public struct ItemJobRunner: Sendable {
     /// A job with the memory file its store goes to.
     struct Job {
         let job: ItemJob
-        let storeFile: Int32?
+        let storeFile: FileDescriptor?
         var makeThumbnail: Bool { job.makeThumbnail }
         var makeStore: Bool { job.makeStore && storeFile != nil }
     }

@@ -60,7 +60,7 @@ struct JpegPlaneStore {
     /// the libvips path); nothing is written then.
     /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
-        _ source: SourceBytes, header: SourceHeader, into descriptor: Int32?,
+        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?,
         tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made? {
         guard Int64(source.count) <= StorePath.maxFileBytes else { return nil }
@@ -85,8 +85,8 @@ struct JpegPlaneStore {
         guard let jpeg = result.jpeg else { return nil }
         let output = UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))
         try spans.measure(.store) {
-            if let code = FileDescriptor.writeAll(descriptor, output) {
-                throw ThumbpipeError(.ioError, "store file: write failed: \(ThumbpipeError.errnoText(code))")
+            do { try descriptor.write(output) } catch {
+                throw ThumbpipeError(.ioError, "store file: write failed: \(error)")
             }
         }
         return Made(tap: filled, wroteStore: true)

@@ -22,7 +22,7 @@ public struct PipelineCatalog: Sendable {
     /// The catalog for this process: its working folder, environment and executable.
     public init(
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        workingFolder: String = FileManager.default.currentDirectoryPath,
+        workingFolder: String = FileSystem.currentFolder,
         executable: String = RunOptions.currentExecutable
     ) {
         var folders = [workingFolder + "/pipelines"]
@@ -65,7 +65,7 @@ public struct PipelineCatalog: Sendable {
     ///   every folder tried), 65 for a pipeline file with a wrong setting.
     public func resolve(_ nameOrPath: String) throws -> (settings: PipelineSettings, origin: Origin) {
         if nameOrPath.hasSuffix(".json") || nameOrPath.contains("/") {
-            guard FileManager.default.fileExists(atPath: nameOrPath) else {
+            guard FileSystem.exists(nameOrPath) else {
                 throw ThumbpipeError(.noInput, "\(nameOrPath): pipeline file not found")
             }
             return (try PipelineSettings.load(path: nameOrPath), .file(nameOrPath))
@@ -85,14 +85,14 @@ public struct PipelineCatalog: Sendable {
 
     /// The first `NAME.json` in ``folders``.
     public func file(named name: String) -> String? {
-        folders.lazy.map { $0 + "/" + name + ".json" }.first { FileManager.default.fileExists(atPath: $0) }
+        folders.lazy.map { $0 + "/" + name + ".json" }.first { FileSystem.exists($0) }
     }
 
     /// Every pipeline by name, with the one a lookup would pick.
     public func all() -> [(name: String, origin: Origin)] {
         var names = Set(Self.builtIn.keys)
         for folder in folders {
-            for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            for entry in FileSystem.textNames(in: folder)
             where entry.hasSuffix(".json") && !entry.hasPrefix(".") {
                 names.insert(String(entry.dropLast(5)))
             }

@@ -118,9 +118,9 @@ extension PipelineSettings {
     public static func load(path: String) throws -> PipelineSettings {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try FileSystem.contents(of: path, limit: 64 << 20)
         } catch {
-            throw ThumbpipeError(.noInput, "\(path): cannot open pipeline file: \(ThumbpipeError.describe(error))")
+            throw ThumbpipeError(.noInput, "\(path): cannot open pipeline file: \(error)")
         }
         return try parse(
             [UInt8](data), file: URL(fileURLWithPath: path).lastPathComponent,

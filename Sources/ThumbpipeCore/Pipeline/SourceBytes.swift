@@ -11,9 +11,9 @@ final class SourceBytes {
 
     /// Reads the file open as `descriptor` (from offset 0; the descriptor's own offset is left alone).
     /// - Throws: ``ItemFailure`` at `.decode` when it cannot be read or is over `limit` bytes (0: none).
-    init(descriptor: Int32, limit: Int = 0) throws(ItemFailure) {
+    init(descriptor: FileDescriptor, limit: Int = 0) throws(ItemFailure) {
         var code: Int32 = 0
-        guard let blob = CVipsShim_blob_read_fd(descriptor, size_t(max(0, limit)), &code) else {
+        guard let blob = CVipsShim_blob_read_fd(descriptor.rawValue, size_t(max(0, limit)), &code) else {
             switch code {
             case EISDIR: throw ItemFailure(.decode, "is a directory, not an image")
             case EFBIG: throw ItemFailure(.decode, "file is over limits.maxFileBytes (\(limit))")
@@ -27,11 +27,13 @@ final class SourceBytes {
     /// Opens and reads the file at `path` (tests, the benchmark's store floor).
     convenience init(path: String, limit: Int = 0) throws(ItemFailure) {
         try Decode.checkReadableFile(path)
-        guard let fd = FileDescriptor.open(path, O_RDONLY) else {
-            throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText())")
+        try self.init(descriptor: try Self.open(path), limit: limit)
+    }
+
+    private static func open(_ path: String) throws(ItemFailure) -> FileDescriptor {
+        do { return try FileDescriptor.open(path, O_RDONLY) } catch {
+            throw ItemFailure(.decode, "cannot open: \(error)")
         }
-        defer { close(fd) }
-        try self.init(descriptor: fd, limit: limit)
     }
 
     deinit { CVipsShim_blob_release(blob) }

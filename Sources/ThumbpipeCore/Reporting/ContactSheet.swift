@@ -88,7 +88,7 @@ public struct ContactSheet: Sendable {
         try Vips.start()
         let folder = URL(fileURLWithPath: base).deletingLastPathComponent().path
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileSystem.createFolder(folder, intermediate: true)
         } catch {
             throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(ThumbpipeError.describe(error))")
         }

@@ -70,7 +70,7 @@ public enum HTMLReport {
                 thumbnails[item.itemKey] = png
             }
         }
-        return try write(render(report, thumbnails: thumbnails), in: output, to: path)
+        return try Self.write(render(report, thumbnails: thumbnails), in: output, to: path)
     }
 
     /// Renders the report of the run that just ended from the JSON it wrote

@@ -4,11 +4,9 @@ import Synchronization
 extension ProcessMemory {
     /// The current resident set size of process `pid` in bytes (from /proc/PID/statm), or 0.
     public static func residentBytes(pid: pid_t) -> Int {
-        guard let fd = FileDescriptor.open("/proc/\(pid)/statm", O_RDONLY) else { return 0 }
-        defer { close(fd) }
+        guard let fd = try? FileDescriptor.open("/proc/\(pid)/statm", O_RDONLY) else { return 0 }
         var buffer = [UInt8](repeating: 0, count: 128)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 127) }
-        guard n > 0 else { return 0 }
+        guard let n = try? fd.read(into: &buffer), n > 0 else { return 0 }
         let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -21,7 +19,7 @@ extension ProcessMemory {
     /// shares (libvips and the Swift runtime, mapped by every worker). Summed
     /// over processes, this counts shared pages once; summed RSS counts them per process.
     public static func proportionalBytes(pid: pid_t) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return 0 }
+        guard let text = FileSystem.text(of: "/proc/\(pid)/smaps_rollup") else { return 0 }
         for line in text.split(separator: "\n") where line.hasPrefix("Pss:") {
             let fields = line.split(separator: " ")
             if fields.count >= 2, let kilobytes = Int(fields[1]) { return kilobytes * 1024 }

@@ -161,56 +161,10 @@ public struct RunReport: Sendable, Codable {
     /// An empty report.
     public init() {}
 
-    /// The report of a finished run.
-    public init(
-        result: RunResult, manifest: Manifest, settings: PipelineSettings, options: RunOptions, timings: StageTimings
-    ) {
-        let seconds = max(result.seconds, 1e-9)
-        self.manifest = manifest.path
-        output = options.output.path
-        jobs = options.jobs
-        counts = Counts(
-            items: result.total, succeeded: result.succeeded, failed: result.failures.count,
-            withoutImage: result.withoutImage, withWarnings: result.warnings.count)
-        self.settings = settings
-        stages = timings.summary()
-        throughput = Throughput(
-            seconds: StageTimings.round(result.seconds),
-            itemsPerSecond: StageTimings.round(Double(result.total) / seconds),
-            imagesPerSecond: StageTimings.round(Double(result.decodedItems) / seconds),
-            sourceMegabytesPerSecond: StageTimings.round(Double(result.sourceBytes) / 1e6 / seconds))
-        memory = Memory(
-            parentPeakRSSBytes: result.parentPeakRSSBytes, largestWorkerPeakRSSBytes: result.largestWorkerPeakRSSBytes,
-            workersPeakRSSBytes: result.workersPeakRSSBytes, peakPSSBytes: result.peakPSSBytes)
-        peakRSSBytes = result.peakRSSBytes
-        incremental = Incremental(
-            new: result.classes[.new] ?? 0, changed: result.classes[.changed] ?? 0, changedBy: result.changeKinds,
-            metadata: result.classes[.metadata] ?? 0, moved: result.classes[.moved] ?? 0,
-            unchanged: result.classes[.unchanged] ?? 0, removed: result.classes[.removed] ?? 0,
-            kept: result.classes[.kept] ?? 0,
-            removedItems: result.removed.prefix(1000).map {
-                RemovedItem(itemKey: $0.itemKey, itemName: $0.itemName, source: $0.source)
-            },
-            movedItems: Array(result.moved.prefix(1000)),
-            decoded: result.decodedItems, timeSavedSeconds: StageTimings.round(result.timeSavedSeconds),
-            archiveItemsCopied: result.archiveItemsCopied, archiveBytesCopied: result.archiveBytesCopied)
-        failures = result.failures
-        warnings = result.warnings
-        startTime = ISO8601Format.string(result.startTime)
-        histograms = timings.bucketCounts()
-        timeline = result.timeline
-        slowest = result.slowest
-        sample = result.sample
-        datesFromFileTime = result.datesFromFileTime
-        datesFromFileTimeCount = result.datesFromFileTimeCount
-        duplicates = result.duplicates
-        profile = result.profile
-    }
-
     /// Reads a report file.
     /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) when it is not a report.
     public static func read(_ path: String) throws -> RunReport {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = try? FileSystem.contents(of: path, limit: 1 << 30) else {
             throw ThumbpipeError(.noInput, "\(path): cannot read")
         }
         do {
@@ -250,15 +204,14 @@ public struct RunReport: Sendable, Codable {
     private func keepHistory(_ data: Data, in output: OutputFolder) throws {
         let folder = output.layout.reports
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileSystem.createFolder(folder, intermediate: true)
         } catch {
             throw ThumbpipeError(.cannotCreate, "\(folder): cannot create: \(ThumbpipeError.describe(error))")
         }
         let stamp = (startTime ?? ISO8601Format.string(Date())).filter { $0.isNumber || $0 == "T" || $0 == "Z" }
         try TemporaryFile.write(data, to: folder + "/" + stamp + ".json")
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
-            .filter { $0.hasSuffix(".json") }.sorted()
-        for name in names.dropLast(Self.historyLength) { unlink(folder + "/" + name) }
+        let names = FileSystem.textNames(in: folder).filter { $0.hasSuffix(".json") }
+        for name in names.dropLast(Self.historyLength) { try? FileSystem.remove(folder + "/" + name) }
     }
 }
 

@@ -131,7 +131,7 @@ struct DurationHistogram: Sendable {
 public enum ProcessMemory {
     /// Peak resident set size in bytes, or 0 where /proc is unavailable.
     public static func peakResidentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        guard let status = FileSystem.text(of: "/proc/self/status") else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
             let digits = line.split(separator: " ").compactMap { Int($0) }
             return (digits.first ?? 0) * 1024

@@ -22,7 +22,7 @@ public final class TraceWriter: Sendable {
     /// A regular file is written under a temporary name and renamed into place;
     /// a FIFO, device or standard output is written straight through.
     private let file: TemporaryFile?
-    private let stream: Int32
+    private let stream: FileDescriptor?
     private let target: OutputTarget
     private let origin: UInt64
     private let state = Mutex(State())
@@ -40,7 +40,7 @@ public final class TraceWriter: Sendable {
         self.byteLimit = byteLimit
         if target.kind == .file {
             file = try TemporaryFile(in: URL(fileURLWithPath: target.path).deletingLastPathComponent().path)
-            stream = -1
+            stream = nil
         } else {
             file = nil
             stream = try target.open()
@@ -103,7 +103,7 @@ public final class TraceWriter: Sendable {
         do {
             if let file {
                 try state.buffer.withUnsafeBytes { try file.write($0) }
-            } else {
+            } else if let stream {
                 try state.buffer.withUnsafeBytes { try OutputTarget.writeAll(stream, $0, to: target.path) }
             }
         } catch {
@@ -122,8 +122,8 @@ public final class TraceWriter: Sendable {
         }
         if let file {
             try file.commit(to: target.path)
-        } else if target.kind != .standardOutput {
-            close(stream)
+        } else {
+            try? stream?.close()
         }
     }
 

@@ -122,7 +122,7 @@ public final class Run: Sendable {
         let lock = try OutputLock.ifPresent(folder: output.path)
         defer { withExtendedLifetime(lock) {} }
         let state =
-            FileManager.default.fileExists(atPath: output.layout.state)
+            FileSystem.exists(output.layout.state)
             ? try RunState(folder: output.path, readOnly: true) : nil
         // What the run would refuse, the dry run refuses alike (a reserved key, a file in the way).
         try OutputGuard.check(manifest: manifest, settings: request.settings, state: state, outputFolder: output.path)
@@ -152,7 +152,7 @@ public final class Run: Sendable {
     public func execute(
         hooks: RunHooks = RunHooks(), cancel: CancellationFlag = CancellationFlag(), trace: TraceWriter? = nil,
         warn: (String) -> Void = { _ in }
-    ) throws -> RunResult {
+    ) throws -> RunReport {
         let settings = request.settings
         let output = request.output
         let memory = settings.limits.workerMemoryBytes
@@ -173,7 +173,7 @@ public final class Run: Sendable {
         }
         // A refused run leaves no state behind: the next one is refused alike.
         let previousState =
-            FileManager.default.fileExists(atPath: output.layout.state) ? try RunState(folder: output.path) : nil
+            FileSystem.exists(output.layout.state) ? try RunState(folder: output.path) : nil
         try OutputGuard.check(manifest: manifest, settings: settings, state: previousState, outputFolder: output.path)
         let state = try previousState ?? RunState(folder: output.path)
         let plan = try makePlan(state: state)
@@ -190,10 +190,8 @@ public final class Run: Sendable {
         // The page is drawn on its own thread while the run writes its archive and state.
         let page = Mutex<String?>(nil)
         let drawn = DispatchGroup()
-        let result = try runner.run(cancel: cancel) { result in
-            var report = RunReport(
-                result: result, manifest: manifest, settings: settings, options: options, timings: runner.timings)
-            report.sandbox = result.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
+        let report = try runner.run(cancel: cancel) { report in
+            report.sandbox = report.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
             report.leftOut = scanned.map(RunReport.LeftOut.init)
             let json = try report.write(to: output)
             guard request.flags.html else { return }
@@ -229,6 +227,6 @@ public final class Run: Sendable {
             }
         }
         withExtendedLifetime(lock) {}
-        return result
+        return report
     }
 }

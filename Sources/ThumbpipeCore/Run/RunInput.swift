@@ -18,13 +18,12 @@ extension Run {
             }
             // Read in chunks, as a file is: a million lines on a pipe are never held whole.
             var manifest = try Manifest.readJSONLines(
-                descriptor: 0, fileName: "stdin", folder: FileManager.default.currentDirectoryPath)
+                descriptor: FileDescriptor(borrowing: 0), fileName: "stdin", folder: FileSystem.currentFolder)
             manifest.path = "stdin"
             manifest.modificationDate = Date()
             return manifest
         }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
+        if FileSystem.isFolder(input) {
             let found = try FolderScan.scan(
                 [input], recursive: request.flags.recursive, extensions: request.flags.extensions,
                 formats: settings.limits.formats)
@@ -34,7 +33,7 @@ extension Run {
             if let skipped = found.skippedSummary { notice("thumbpipe: \(input): \(skipped)") }
             scanned = found
             let state =
-                FileManager.default.fileExists(atPath: request.output.layout.state)
+                FileSystem.exists(request.output.layout.state)
                 ? try RunState(folder: request.output.path, readOnly: true) : nil
             let (result, _) = try FolderScan.keepingVanishedFolders(found, root: input, state: state)
             return FolderScan.manifest(result, name: input)

@@ -86,7 +86,7 @@ public enum Merge {
         }
         // The store files' hashes each part's state recorded: a store file replaced since is refused.
         let states = parts.map { part in
-            FileManager.default.fileExists(atPath: RunState.path(in: part))
+            FileSystem.exists(RunState.path(in: part))
                 ? try? RunState(folder: part, readOnly: true) : nil
         }
         for (i, reader) in readers.enumerated() where reader.count != infos[i].positions.count {
@@ -106,7 +106,7 @@ public enum Merge {
         // What an earlier merge into this folder archived: its store files are ours to remove.
         let archivePath = OutputFolder(output).layout.archive(first.archiveFileName)
         var earlierKeys = Set<String>()
-        if FileManager.default.fileExists(atPath: archivePath) {
+        if FileSystem.exists(archivePath) {
             guard (try? RunReport.read(OutputFolder(output).layout.report))?.mergedFrom != nil else {
                 throw ThumbpipeError(
                     .cannotCreate, "\(archivePath) exists and was not written by thumbpipe merge; choose another -o")
@@ -175,7 +175,7 @@ public enum Merge {
             result.failures = try mergeReports(parts: parts, output: output)
             try writer.finish()
             for key in earlierKeys {
-                if unlink(OutputFolder(output).layout.store(key: key)) == 0 { result.removed += 1 }
+                if (try? FileSystem.remove(OutputFolder(output).layout.store(key: key))) != nil { result.removed += 1 }
             }
         } catch {
             writer.abandon()
@@ -191,7 +191,7 @@ public enum Merge {
     static func place(_ source: String, at target: String) throws -> Bool {
         // The file the source names, and the source itself (a symlink or not).
         guard let named = FileInfo(path: source), let own = FileInfo(path: source, followingLinks: false) else {
-            throw ThumbpipeError(.noInput, "\(source): cannot read: \(ThumbpipeError.errnoText())")
+            throw ThumbpipeError(.noInput, "\(source): cannot read: \(Errno.current)")
         }
         guard named.kind == .regular else {
             throw ThumbpipeError(.dataError, "\(source): not a regular file; a store file must be one")
@@ -205,16 +205,15 @@ public enum Merge {
         let path = TemporaryFile.name(in: folder)
         // Only a regular file is linked: link(2) on a symlink links the symlink
         // itself, and a relative one would then name another file from here.
-        if own.kind == .regular && link(source, path) == 0 {
-            let failed = FileDescriptor.rename(path, to: target)
-            let renamed = failed == nil
-            let reason = ThumbpipeError.errnoText(failed ?? 0)
+        if own.kind == .regular && (try? FileSystem.link(source, to: path)) != nil {
             // rename between two links of one file succeeds and does nothing: never leave the temporary.
-            unlink(path)
-            if !renamed { throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(reason)") }
+            defer { try? FileSystem.remove(path) }
+            do { try FileSystem.rename(path, to: target) } catch {
+                throw ThumbpipeError(.ioError, "\(target): cannot rename into place: \(error)")
+            }
             return true
         }
-        guard let data = FileManager.default.contents(atPath: source) else {
+        guard let data = try? FileSystem.contents(of: source) else {
             throw ThumbpipeError(.noInput, "\(source): cannot read")
         }
         try TemporaryFile.write(data, to: target)
@@ -269,9 +268,7 @@ struct PartSet {
     private static func openOnce(_ parts: [String], runId: String?) throws -> PartSet {
         var set = PartSet(locks: [], infos: [])
         for part in parts {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: OutputFolder(part).layout.meta, isDirectory: &isDirectory),
-                isDirectory.boolValue
+            guard FileSystem.isFolder(OutputFolder(part).layout.meta)
             else {
                 throw NotReady(
                     error: ThumbpipeError(

@@ -7,8 +7,8 @@ extension BatchRunner {
     /// archive. Failures of the source are replayed from the state.
     func runUnchanged(
         started: UInt64, startTime: Date, archivePath: String, fingerprint: String?,
-        writeReport: (RunResult) throws -> Void
-    ) throws -> RunResult? {
+        writeReport: (inout RunReport) throws -> Void
+    ) throws -> RunReport? {
         guard let plan, let state, let fingerprint, plan.nothingChanged,
             try state.archiveIsSealed(fingerprint: fingerprint, path: archivePath)
         else { return nil }
@@ -43,20 +43,24 @@ extension BatchRunner {
                 }
             }
         }
-        let withoutImage = manifest.items.count - manifest.items.withImageCount
-        let succeeded = manifest.items.withImageCount - failures.count
         hooks.onProgress?(manifest.items.count)
-        var result = RunResult(
-            total: manifest.items.count, succeeded: succeeded, withoutImage: withoutImage, failures: failures,
-            seconds: Double(Spans.now - started) / 1e9, sourceBytes: 0)
-        result.take(plan, manifest: manifest)
-        result.duplicates = try state.recordedDuplicates()
-        result.startTime = startTime
-        result.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
-        result.peakRSSBytes = result.parentPeakRSSBytes
-        try writeReport(result)
-        result.seconds = Double(Spans.now - started) / 1e9
-        return result
+        // The same report a run's sink builds, from totals that hold only the known failures.
+        var totals = OrderedSink.Totals()
+        totals.succeeded = manifest.items.withImageCount - failures.count
+        totals.failures = failures
+        var report = RunReport(
+            totals: totals, manifest: manifest, settings: settings, options: options,
+            seconds: Double(Spans.now - started) / 1e9, timings: timings)
+        report.take(plan, manifest: manifest)
+        report.duplicates = try state.recordedDuplicates()
+        report.startTime = ISO8601Format.string(startTime)
+        report.memory.parentPeakRSSBytes = ProcessMemory.peakResidentBytes()
+        report.memory.peakPSSBytes = 0
+        report.peakRSSBytes = report.memory.parentPeakRSSBytes
+        report.incremental.archiveItemsCopied = 0
+        report.incremental.archiveBytesCopied = 0
+        try writeReport(&report)
+        return report
     }
 
     /// The ledger of the item at `position`, as the run builds it.

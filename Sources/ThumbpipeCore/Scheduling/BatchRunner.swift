@@ -47,12 +47,13 @@ public final class BatchRunner: Sendable {
     /// Runs every item; writes store files, then the report, then `items.archive`.
     /// - Parameters:
     ///   - cancel: a set flag kills the workers at once and leaves nothing partial.
-    ///   - writeReport: called with the result before the archive is renamed into place.
+    ///   - writeReport: called with the run's report (built by its sink) before the
+    ///     archive is renamed into place; it may add to the report before writing it.
     /// - Throws: ``ThumbpipeError`` for failures of the run itself (71/73/74), or
     ///   ``RunCancelled`` when `cancel` was set.
-    public func run(cancel: CancellationFlag = CancellationFlag(), writeReport: (RunResult) throws -> Void = { _ in })
-        throws -> RunResult
-    {
+    public func run(
+        cancel: CancellationFlag = CancellationFlag(), writeReport: (inout RunReport) throws -> Void = { _ in }
+    ) throws -> RunReport {
         let started = Spans.now
         let startTime = Date()
         let lock = try options.lock ?? options.output.prepare()
@@ -128,31 +129,35 @@ public final class BatchRunner: Sendable {
         if state != nil { options.output.clearClaims() }
         let duplicates = try state?.recordDuplicates() ?? []
         let totals = sink.totals
-        var result = RunResult(totals: totals, manifest: manifest, seconds: Double(Spans.now - started) / 1e9)
-        result.startTime = startTime
-        result.timeline = timeline
-        result.duplicates = duplicates
+        var profile: RunProfile?
         if totals.decodedItems > 0 {
             var machine = HintFacts()
             machine.loadAverage = sampler.meanLoadAverage
             machine.slowest = totals.profiles.slowest.map { ($0.source, $0.seconds) }
             machine.settingsOffPlanes = settings.store.settingsOffPlanes
-            result.profile = RunProfile(
+            profile = RunProfile(
                 groups: totals.profiles.groups,
                 utilisation: RunProfile.Utilisation(
                     jobs: options.jobs, wallSeconds: Double(Spans.now - started) / 1e9,
                     slots: slotClocks.withLock { $0 }, startups: supervisor.workerStartups),
                 stages: timings.summary(), machine: machine)
         }
-        result.takeWorkers(
+        timings.record([.archive: totals.archiveSeconds])
+        var report = sink.report(
+            manifest: manifest, settings: settings, options: options, seconds: Double(Spans.now - started) / 1e9,
+            timings: timings)
+        report.startTime = ISO8601Format.string(startTime)
+        report.timeline = timeline
+        report.duplicates = duplicates
+        report.profile = profile
+        report.takeWorkers(
             supervisor, confined: options.sandbox != .off, sampledPeak: sampledPeak,
             proportionalPeak: sampler.proportionalPeak)
-        result.take(plan, manifest: manifest)
-        timings.record([.archive: totals.archiveSeconds])
-        (result.archiveItemsCopied, result.archiveBytesCopied) = sink.archiveCopies
+        report.take(plan, manifest: manifest)
+        (report.incremental.archiveItemsCopied, report.incremental.archiveBytesCopied) = sink.archiveCopies
         let archiveHash: String
         do {
-            try writeReport(result)
+            try writeReport(&report)
             try trace?.finish()
             archiveHash = try sink.finishArchive()
         } catch {
@@ -162,8 +167,7 @@ public final class BatchRunner: Sendable {
         // What the next run compares to know it has nothing to write.
         if let fingerprint { try state?.sealArchive(fingerprint: fingerprint, path: archivePath, hash: archiveHash) }
         TemporaryFile.syncFolder(options.output.path)
-        result.seconds = Double(Spans.now - started) / 1e9
         withExtendedLifetime(lock) {}
-        return result
+        return report
     }
 }

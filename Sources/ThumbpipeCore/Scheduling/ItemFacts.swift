@@ -24,7 +24,7 @@ struct ItemFacts: Sendable, Equatable {
     /// and the store file only when the source is the same and the store would be kept.
     static func gather(path: String, previous: ItemRecord, storePath: String, rules: ItemLedger.Rules) -> ItemFacts {
         var facts = ItemFacts(source: FileStamp(path: path))
-        if facts.source == nil { facts.sourceGone = access(path, F_OK) != 0 }
+        if facts.source == nil { facts.sourceGone = !FileSystem.allows(path, F_OK) }
         if ItemLedger.keepsMissingSource(path: path, previous: previous, facts: facts, rules: rules) { return facts }
         if ItemLedger.needsSourceHash(path: path, previous: previous, stamp: facts.source, rules: rules) {
             facts.sourceHash = ContentHash.file(path)

@@ -216,7 +216,7 @@ final class OrderedSink: Sendable {
         }
         while !batch.isEmpty {
             do {
-                try write(batch)
+                try self.write(batch)
             } catch {
                 buffer.withLock { $0.draining = false }
                 throw error

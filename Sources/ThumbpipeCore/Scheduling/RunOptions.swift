@@ -29,6 +29,6 @@ public struct RunOptions: Sendable {
 
     /// This process's executable, as the kernel knows it.
     public static var currentExecutable: String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        FileSystem.linkDestination("/proc/self/exe") ?? CommandLine.arguments[0]
     }
 }

@@ -160,7 +160,6 @@ final class Supervisor: Sendable {
                 defer { emptyScratch(slot) }
                 guard var outcome = try? WorkerProtocol.decode(ItemOutcome.self, data), let source = ticket.source
                 else {
-                    if let store { close(store) }
                     retire(slot, worker)
                     return ItemOutcome(
                         failure: ItemFailure(.worker, "the worker sent an unreadable reply", transient: true))
@@ -242,8 +241,8 @@ final class Supervisor: Sendable {
     private func worker(for slot: Int) throws -> WorkerProcess {
         if let existing = live.withLock({ $0[slot] }) { return existing }
         let scratch = output.layout.scratch(slot: slot)
-        if mkdir(scratch, 0o700) != 0 && errno != EEXIST {
-            throw ThumbpipeError(.cannotCreate, "\(scratch): cannot create: \(ThumbpipeError.errnoText())")
+        do { try FileSystem.createFolder(scratch, mode: 0o700) } catch {
+            if error != .exists { throw ThumbpipeError(.cannotCreate, "\(scratch): cannot create: \(error)") }
         }
         OutputFolder.empty(scratch)
         var environment = environment

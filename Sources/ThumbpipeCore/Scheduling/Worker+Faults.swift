@@ -60,7 +60,7 @@ extension Worker {
 
         private func mark() {
             if let marker = Self.environment["THUMBPIPE_FAULT_MARKER"] {
-                _ = FileManager.default.createFile(atPath: marker, contents: Data(text.utf8))
+                try? FileSystem.write(text.utf8, to: marker)
             }
         }
 
@@ -79,9 +79,9 @@ extension Worker {
             case .noisy:
                 // What a compromised decoder could print: escapes that retitle or clear a terminal.
                 let line = Array("\u{1B}]0;owned\u{07}\u{1B}[2Jthumbpipe-noisy\r\n".utf8)
-                for fd: Int32 in [1, 2] {
+                for stream in [FileDescriptor.standardOutput, .standardError] {
                     for _ in 0..<(1 << 20) / line.count / 2 {
-                        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                        try? stream.write(line)
                     }
                 }
             default:
@@ -93,7 +93,9 @@ extension Worker {
         /// was refused (the parent records it as the item's failure; tests judge by
         /// what changed outside). What could be read is put in the reply's
         /// warnings, the one channel a decoder has to the report.
-        func actHostile(job: ItemJob, source: Int32, storeFile: Int32?, scratch: String, runner: ItemJobRunner)
+        func actHostile(
+            job: ItemJob, source: FileDescriptor, storeFile: FileDescriptor?, scratch: String, runner: ItemJobRunner
+        )
             -> ItemOutcome
         {
             mark()
@@ -128,15 +130,14 @@ extension Worker {
         }
 
         /// Tampers with a reply the job made as usual.
-        func tamper(_ outcome: inout ItemOutcome, storeFile: Int32?) {
+        func tamper(_ outcome: inout ItemOutcome, storeFile: FileDescriptor?) {
             switch kind {
             case .badThumbnail:
                 outcome.thumbnailPixels = Data(repeating: 0x41, count: 1 << 20)
             case .badStore:
                 if let storeFile {
-                    _ = ftruncate(storeFile, 0)
-                    let junk = Data("HOSTILE, not a JPEG".utf8)
-                    _ = junk.withUnsafeBytes { pwrite(storeFile, $0.baseAddress, $0.count, 0) }
+                    try? storeFile.truncate(to: 0)
+                    try? storeFile.write(Array("HOSTILE, not a JPEG".utf8), at: 0)
                 }
             case .falseHash:
                 outcome.sourceHash = "0000000000000000"
@@ -148,9 +149,8 @@ extension Worker {
         }
 
         /// `unsealed`: writes into the store file after the parent has it.
-        func writeAfterCommit(_ storeFile: Int32) {
-            let junk = Data("HOSTILE".utf8)
-            _ = junk.withUnsafeBytes { pwrite(storeFile, $0.baseAddress, $0.count, 0) }
+        func writeAfterCommit(_ storeFile: FileDescriptor) {
+            try? storeFile.write(Array("HOSTILE".utf8), at: 0)
         }
     }
 }

@@ -20,7 +20,7 @@ public enum Worker {
         } catch {
             return 70
         }
-        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+        guard let statm = FileSystem.text(of: "/proc/self/statm"),
             let pages = statm.split(separator: " ").first.flatMap({ Int($0) })
         else { return 70 }
         print(pages * Int(sysconf(Int32(_SC_PAGESIZE))))
@@ -70,7 +70,7 @@ public enum Worker {
         signal(SIGTERM, SIG_IGN)
         signal(SIGPIPE, SIG_IGN)
         signal(SIGXFSZ, SIG_IGN)
-        let control = WorkerProtocol.controlDescriptor
+        let control = FileDescriptor(adopting: WorkerProtocol.controlDescriptor)
         let marker = Fault.markerFolder
         // Before any thread and any byte of a source: session, namespaces, root, capabilities.
         var confinement = Sandbox.jail(mode, scratch: scratch, extra: marker)
@@ -81,7 +81,7 @@ public enum Worker {
         do {
             try Vips.restrictLoaders(to: limits.formats)
         } catch {
-            FileHandle.standardError.write(Data("thumbpipe worker: \(error)\n".utf8))
+            try? FileDescriptor.standardError.write("thumbpipe worker: \(error)\n")
             return 70
         }
         // The cap counts from here: libvips and its modules are mapped (a module
@@ -95,10 +95,8 @@ public enum Worker {
         // From here on, every byte read may be hostile.
         Sandbox.enter(mode, scratch: scratch, extra: marker, into: &confinement)
         if mode == .required && !confinement.complete {
-            FileHandle.standardError.write(
-                Data(
-                    "thumbpipe worker: cannot enter the sandbox: \(confinement.problems.joined(separator: "; "))\n"
-                        .utf8))
+            try? FileDescriptor.standardError.write(
+                "thumbpipe worker: cannot enter the sandbox: \(confinement.problems.joined(separator: "; "))\n")
             return 70
         }
         var ready: UInt64? = Spans.now
@@ -107,11 +105,7 @@ public enum Worker {
         while case .message(let data, let descriptor) = WorkerProtocol.receive(from: control, deadline: nil) {
             let waited = Spans.now &- idleSince
             guard let job = try? WorkerProtocol.decode(ItemJob.self, data), let source = descriptor else { return 70 }
-            var storeFile: Int32? = nil
-            if job.makeStore {
-                let fd = CSandbox_memfd("thumbpipe-store")
-                if fd >= 0 { storeFile = fd }
-            }
+            let storeFile = job.makeStore ? FileDescriptor.memoryFile() : nil
             let fault = faults.first { job.source.contains($0.text) }
             var outcome: ItemOutcome
             if let fault, fault.kind.isHostile {
@@ -121,20 +115,21 @@ public enum Worker {
                 outcome = runner.run(job, descriptor: source, storeFile: storeFile) { fault?.inject() }
                 fault?.tamper(&outcome, storeFile: storeFile)
             }
-            close(source)
+            try? source.close()
             outcome.waitedNanoseconds = waited
             outcome.readyAt = ready
             if firstReply { outcome.confinement = confinement }
             firstReply = false
             ready = nil
             defer { idleSince = Spans.now }
-            var attached: Int32? = nil
+            var attached: FileDescriptor? = nil
             if outcome.storeWritten, let storeFile, fault?.kind != .unsealed {
-                if CSandbox_seal(storeFile) == 0 {
+                do {
+                    try storeFile.seal()
                     attached = storeFile
-                } else {
+                } catch {
                     outcome.storeWritten = false
-                    outcome.writeError = "cannot seal the store file: \(ThumbpipeError.errnoText())"
+                    outcome.writeError = "cannot seal the store file: \(error)"
                 }
             } else if outcome.storeWritten, let storeFile {
                 attached = storeFile
@@ -144,7 +139,7 @@ public enum Worker {
             else { return 74 }
             if let storeFile {
                 if fault?.kind == .unsealed { fault?.writeAfterCommit(storeFile) }
-                close(storeFile)
+                try? storeFile.close()
             }
         }
         return 0

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One worker process: its control socket, and the pipe its stdout and stderr
 /// go to, which a thread of its own relays to the parent's stderr (escaped, bounded).
@@ -7,7 +6,7 @@ final class WorkerProcess: Sendable {
     let pid: pid_t
     /// When it was spawned (monotonic nanoseconds).
     let spawnedAt = Spans.now
-    private let control: Int32
+    private let control: FileDescriptor
 
     /// The most a worker's stdout and stderr may say in all; the rest is counted, not shown.
     static let diagnosticsLimit = 64 << 10
@@ -16,24 +15,21 @@ final class WorkerProcess: Sendable {
     /// `/dev/null`, its socket on descriptor 3, and sends it `hello`.
     /// - Throws: ``ThumbpipeError`` (71) when the process cannot be started.
     init(executable: String, arguments: [String], hello: Data, environment extra: [String: String] = [:]) throws {
-        var pair: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw ThumbpipeError(.osError, "cannot create a worker socket: \(ThumbpipeError.errnoText())")
+        let pair: (parent: FileDescriptor, child: FileDescriptor)
+        do { pair = try FileDescriptor.socketPair() } catch {
+            throw ThumbpipeError(.osError, "cannot create a worker socket: \(error)")
         }
-        var output: [Int32] = [0, 0]
-        guard pipe(&output) == 0, fcntl(output[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(output[1], F_SETFD, FD_CLOEXEC) == 0
-        else {
-            close(pair[0])
-            close(pair[1])
-            throw ThumbpipeError(.osError, "cannot create a worker pipe: \(ThumbpipeError.errnoText())")
+        let output: (read: FileDescriptor, write: FileDescriptor)
+        do { output = try FileDescriptor.pipe() } catch {
+            throw ThumbpipeError(.osError, "cannot create a worker pipe: \(error)")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
-        posix_spawn_file_actions_adddup2(&actions, pair[1], WorkerProtocol.controlDescriptor)
+        posix_spawn_file_actions_adddup2(&actions, output.write.rawValue, 1)
+        posix_spawn_file_actions_adddup2(&actions, output.write.rawValue, 2)
+        posix_spawn_file_actions_adddup2(&actions, pair.child.rawValue, WorkerProtocol.controlDescriptor)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -59,26 +55,24 @@ final class WorkerProcess: Sendable {
         defer { envp.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        close(pair[1])
-        close(output[1])
+        // The child's ends are the child's: closed here, so its exit is seen as EOF.
+        try? pair.child.close()
+        try? output.write.close()
         guard status == 0 else {
-            close(pair[0])
-            close(output[0])
             throw ThumbpipeError(
                 .osError, "cannot start a worker (\(executable)): \(ThumbpipeError.errnoText(status))")
         }
         pid = child
-        control = pair[0]
-        Self.relay(output[0], pid: child)
+        control = pair.parent
+        Self.relay(output.read, pid: child)
         try WorkerProtocol.send(hello, to: control)
     }
 
     /// Relays what a worker prints (libraries' messages; a hostile worker's
     /// anything) to stderr on a thread of its own: one line at a time, prefixed,
     /// control characters escaped, at most ``diagnosticsLimit`` bytes in all.
-    private static func relay(_ fd: Int32, pid: pid_t) {
+    private static func relay(_ output: FileDescriptor, pid: pid_t) {
         let thread = Thread {
-            defer { close(fd) }
             var shown = 0
             var dropped = 0
             var line: [UInt8] = []
@@ -93,10 +87,10 @@ final class WorkerProcess: Sendable {
                 // Counted as shown (escaped, prefixed): what reaches the terminal is what is bounded.
                 let shownLine = "thumbpipe: worker \(pid): \(FileInfo.escaped(line))\n"
                 shown += shownLine.utf8.count
-                FileHandle.standardError.write(Data(shownLine.utf8))
+                try? FileDescriptor.standardError.write(shownLine)
             }
             while true {
-                let n = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }
+                let n = (try? output.read(into: &buffer)) ?? 0
                 if n <= 0 { break }
                 for byte in buffer[0..<n] {
                     if byte == 0x0A { flush() } else { line.append(byte) }
@@ -105,26 +99,20 @@ final class WorkerProcess: Sendable {
             }
             flush()
             if dropped > 0 {
-                FileHandle.standardError.write(
-                    Data("thumbpipe: worker \(pid): \(dropped) more bytes of its output not shown\n".utf8))
+                try? FileDescriptor.standardError.write(
+                    "thumbpipe: worker \(pid): \(dropped) more bytes of its output not shown\n")
             }
         }
         thread.name = "thumbpipe-worker-output"
         thread.start()
     }
 
-    private let closed = Atomic<Bool>(false)
-
-    deinit { closePipes() }
-
-    /// Closes the socket (once): a worker waiting for a job reads EOF and exits.
-    func closePipes() {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
-        close(control)
-    }
+    /// Closes the socket (once; the value closes it too when it goes): a worker
+    /// waiting for a job reads EOF and exits.
+    func closePipes() { try? control.close() }
 
     /// Sends a job with its source's descriptor; false when the worker is gone.
-    func send(_ job: Data, source: Int32) -> Bool {
+    func send(_ job: Data, source: FileDescriptor) -> Bool {
         (try? WorkerProtocol.send(job, descriptor: source, to: control)) != nil
     }
 

@@ -23,7 +23,7 @@ enum WorkerProtocol {
     /// How a read ended.
     enum Received {
         /// A message, and the descriptor that came with it (the receiver owns it).
-        case message(Data, descriptor: Int32?)
+        case message(Data, descriptor: FileDescriptor?)
         /// The other side closed its end (or died), or sent what is not a message.
         case closed
         /// The deadline passed first.
@@ -40,19 +40,21 @@ enum WorkerProtocol {
 
     /// Writes one message, with `descriptor` attached when given. Throws `EPIPE`
     /// and the like as ``ThumbpipeError`` (74).
-    static func send(_ payload: Data, descriptor: Int32? = nil, to socket: Int32) throws {
+    static func send(_ payload: Data, descriptor: FileDescriptor? = nil, to socket: FileDescriptor) throws {
         let count = UInt32(payload.count)
         let header = [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
         var sent = 0
         while sent < header.count {
             let n = header.withUnsafeBytes {
-                CSandbox_send(socket, $0.baseAddress! + sent, header.count - sent, sent == 0 ? descriptor ?? -1 : -1)
+                CSandbox_send(
+                    socket.rawValue, $0.baseAddress! + sent, header.count - sent,
+                    sent == 0 ? descriptor?.rawValue ?? -1 : -1)
             }
             if n < 0 { throw ThumbpipeError(.ioError, "worker socket: \(ThumbpipeError.errnoText(Int32(-n)))") }
             sent += n
         }
-        if let code = payload.withUnsafeBytes({ FileDescriptor.writeAll(socket, $0) }) {
-            throw ThumbpipeError(.ioError, "worker socket: \(ThumbpipeError.errnoText(code))")
+        do { try socket.write(payload) } catch {
+            throw ThumbpipeError(.ioError, "worker socket: \(error)")
         }
     }
 
@@ -60,50 +62,37 @@ enum WorkerProtocol {
     /// nanoseconds, nil for no deadline). What already waits in the socket is
     /// read even when the deadline has passed (a parent that was stopped is
     /// not a worker that hung).
-    static func receive(from socket: Int32, deadline: UInt64?) -> Received {
+    static func receive(from socket: FileDescriptor, deadline: UInt64?) -> Received {
         var header = [UInt8](repeating: 0, count: 4)
-        var descriptor: Int32?
+        // Owned as soon as received: every way out below closes what it does not return.
+        var descriptor: FileDescriptor?
         var offset = 0
         while offset < 4 {
-            if let deadline, !wait(socket, until: deadline) {
-                if let descriptor { close(descriptor) }
-                return .timedOut
-            }
+            if let deadline, !wait(socket, until: deadline) { return .timedOut }
             var passed: Int32 = -1
             let n = header.withUnsafeMutableBytes {
-                CSandbox_receive(socket, $0.baseAddress! + offset, 4 - offset, &passed)
+                CSandbox_receive(socket.rawValue, $0.baseAddress! + offset, 4 - offset, &passed)
             }
             if passed >= 0 {
-                if descriptor == nil { descriptor = passed } else { close(passed) }
+                let received = FileDescriptor(adopting: passed)
+                if descriptor == nil { descriptor = received }
             }
-            if n <= 0 {
-                if let descriptor { close(descriptor) }
-                return .closed
-            }
+            if n <= 0 { return .closed }
             offset += n
         }
         let length = header.reduce(0) { $0 << 8 | Int($1) }
-        guard length <= maxMessageBytes else {
-            if let descriptor { close(descriptor) }
-            return .closed
-        }
+        guard length <= maxMessageBytes else { return .closed }
         var body = [UInt8](repeating: 0, count: length)
         offset = 0
         while offset < length {
-            if let deadline, !wait(socket, until: deadline) {
-                if let descriptor { close(descriptor) }
-                return .timedOut
-            }
+            if let deadline, !wait(socket, until: deadline) { return .timedOut }
             // A descriptor attached here is not part of the protocol: received and closed.
             var stray: Int32 = -1
             let n = body.withUnsafeMutableBytes {
-                CSandbox_receive(socket, $0.baseAddress! + offset, length - offset, &stray)
+                CSandbox_receive(socket.rawValue, $0.baseAddress! + offset, length - offset, &stray)
             }
-            if stray >= 0 { close(stray) }
-            if n <= 0 {
-                if let descriptor { close(descriptor) }
-                return .closed
-            }
+            if stray >= 0 { _ = FileDescriptor(adopting: stray) }
+            if n <= 0 { return .closed }
             offset += n
         }
         return .message(Data(body), descriptor: descriptor)
@@ -111,15 +100,12 @@ enum WorkerProtocol {
 
     /// Waits until `socket` can be read or `deadline` passes; true when it can.
     /// Past the deadline it still looks once, without waiting.
-    private static func wait(_ socket: Int32, until deadline: UInt64) -> Bool {
+    private static func wait(_ socket: FileDescriptor, until deadline: UInt64) -> Bool {
         while true {
             let now = Spans.now
             let milliseconds = now >= deadline ? 0 : Int32(min(Double(deadline - now) / 1e6 + 1, 60_000))
-            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, milliseconds)
-            if ready > 0 { return true }
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 { return true }  // the read says what is wrong
+            // An error other than EINTR: the read says what is wrong.
+            guard let ready = try? socket.waitReadable(milliseconds: milliseconds), !ready else { return true }
             if Spans.now >= deadline { return false }
         }
     }

@@ -5,7 +5,7 @@ import Foundation
 /// never blocking on a FIFO), and the facts the parent takes itself, before the
 /// worker reads a byte: its stamp, size and, when asked, content hash.
 final class OpenedSource: Sendable {
-    let descriptor: Int32
+    let descriptor: FileDescriptor
     let stamp: FileStamp
     let size: Int64
     let hash: String?
@@ -14,15 +14,13 @@ final class OpenedSource: Sendable {
     /// - Throws: ``ItemFailure`` at `.decode`, as the worker once said it: file not
     ///   found, a directory, not a regular file, empty, over `limits.maxFileBytes`.
     init(_ path: String, limits: PipelineSettings.Limits, hash: Bool) throws(ItemFailure) {
-        guard let fd = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else {
-            let code = errno
-            throw ItemFailure(
-                .decode, code == ENOENT ? "file not found" : "cannot open: \(ThumbpipeError.errnoText(code))")
-        }
-        guard let info = FileInfo(descriptor: fd) else {
-            let code = errno
-            close(fd)
-            throw ItemFailure(.decode, "cannot open: \(ThumbpipeError.errnoText(code))")
+        let fd: FileDescriptor
+        let info: FileInfo
+        do {
+            fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)
+            info = try fd.info()
+        } catch {
+            throw ItemFailure(.decode, error == .noEntry ? "file not found" : "cannot open: \(error)")
         }
         var failure: ItemFailure?
         if info.kind == .directory {
@@ -35,17 +33,12 @@ final class OpenedSource: Sendable {
             failure = ItemFailure(
                 .decode, "file is \(info.size) bytes, over limits.maxFileBytes (\(limits.maxFileBytes))")
         }
-        if let failure {
-            close(fd)
-            throw failure
-        }
+        if let failure { throw failure }
         descriptor = fd
         stamp = FileStamp(info)
         size = info.size
         self.hash = hash ? ContentHash.descriptor(fd) : nil
     }
-
-    deinit { close(descriptor) }
 }
 
 /// What the parent checks of a worker's reply before it takes any of it: it
@@ -64,8 +57,7 @@ struct WorkerReply: Sendable {
 
     /// Turns a worker's reply into an outcome the parent vouches for; a reply
     /// that fails a check fails its item, naming the check.
-    func vouch(for outcome: inout ItemOutcome, job: ItemJob, source: OpenedSource, store: Int32?) {
-        defer { if let store { close(store) } }
+    func vouch(for outcome: inout ItemOutcome, job: ItemJob, source: OpenedSource, store: FileDescriptor?) {
         outcome.dropParentFields()
         outcome.sourceStamp = source.stamp
         if outcome.decoded {
@@ -113,18 +105,20 @@ struct WorkerReply: Sendable {
     }
 
     /// The store file's bytes, from a sealed memory file, checked.
-    private func storeBytes(_ store: Int32?, header: SourceHeader) throws(ItemFailure) -> Data {
+    private func storeBytes(_ store: FileDescriptor?, header: SourceHeader) throws(ItemFailure) -> Data {
         guard let store else { throw refused("a store file claimed, none attached") }
-        guard CSandbox_is_sealed(store) == 1 else { throw refused("a store file not sealed against change") }
-        guard let info = FileInfo(descriptor: store), info.kind == .regular else {
+        guard store.isSealed else { throw refused("a store file not sealed against change") }
+        guard let info = try? store.info(), info.kind == .regular else {
             throw refused("a store file that is not a memory file")
         }
         guard info.size > 0, info.size <= maxStoreBytes else {
             throw refused("a store file of \(info.size) bytes")
         }
-        var bytes = Data(count: Int(info.size))
-        let read = bytes.withUnsafeMutableBytes { FileDescriptor.readFully(store, into: $0, at: 0) }
-        guard read == Int(info.size) else { throw refused("a store file that could not be read whole") }
+        var whole = [UInt8](repeating: 0, count: Int(info.size))
+        guard (try? store.read(into: &whole, at: 0)) == Int(info.size) else {
+            throw refused("a store file that could not be read whole")
+        }
+        let bytes = Data(whole)
         let expected =
             settings.store.orientation == .rotate ? header.uprightSize : (width: header.width, height: header.height)
         let problem = bytes.withUnsafeBytes {
@@ -148,14 +142,9 @@ extension ItemJobRunner {
         } catch {
             return ItemOutcome(failure: error)
         }
-        var storeFile: Int32? = nil
-        if job.makeStore {
-            let fd = CSandbox_memfd("thumbpipe-store")
-            if fd >= 0 { storeFile = fd }
-        }
+        let storeFile = job.makeStore ? FileDescriptor.memoryFile() : nil
         var outcome = run(job, descriptor: source.descriptor, storeFile: storeFile)
-        if let storeFile, !outcome.storeWritten || CSandbox_seal(storeFile) != 0 {
-            close(storeFile)
+        if let storeFile, !outcome.storeWritten || (try? storeFile.seal()) == nil {
             WorkerReply(settings: settings).vouch(for: &outcome, job: job, source: source, store: nil)
             return outcome
         }

@@ -20,7 +20,7 @@ final class SQLiteDatabase {
         // Read without a write-ahead log to replay (a finished run's state), the
         // file is opened as immutable: no -wal or -shm is created beside it, so a
         // dry run writes nothing and works on a read-only output.
-        if readOnly, (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 == 0 {
+        if readOnly, (FileInfo(path: path + "-wal")?.size ?? 0) == 0 {
             var uri = Array("file:".utf8)
             for byte in path.utf8 {
                 if byte == UInt8(ascii: "%") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {

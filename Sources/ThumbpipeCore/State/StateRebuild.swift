@@ -40,15 +40,14 @@ public enum StateRebuild {
         if OutputGuard.exists(statePath) {
             let aside = statePath + ".damaged"
             for suffix in ["", "-wal", "-shm"] where OutputGuard.exists(statePath + suffix) {
-                guard FileDescriptor.rename(statePath + suffix, to: aside + suffix) == nil else {
-                    throw ThumbpipeError(
-                        .cannotCreate, "\(statePath + suffix): cannot move aside: \(ThumbpipeError.errnoText())")
+                do { try FileSystem.rename(statePath + suffix, to: aside + suffix) } catch {
+                    throw ThumbpipeError(.cannotCreate, "\(statePath + suffix): cannot move aside: \(error)")
                 }
             }
             summary.movedAside = aside
         }
         // The archive's index described an archive the new state never saw: not used.
-        unlink(ArchiveIndex.path(in: folder))
+        try? FileSystem.remove(ArchiveIndex.path(in: folder))
         let state = try RunState(folder: folder)
         let items = manifest.items
         let index = manifest.keyIndex

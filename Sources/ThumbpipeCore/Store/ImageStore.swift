@@ -43,7 +43,7 @@ public struct ImageStore: Sendable {
     /// - Throws: ``ItemFailure`` at `.store` for a decode or encode failure,
     ///   ``ThumbpipeError`` (74) when the bytes cannot be written.
     /// - Parameter name: the file's name in messages.
-    func encode(_ decoded: DecodedImage, to descriptor: Int32, named name: String) throws {
+    func encode(_ decoded: DecodedImage, to descriptor: FileDescriptor, named name: String) throws {
         do {
             var image = decoded.image
             if settings.orientation == .rotate && image.orientation != 1 {
@@ -55,7 +55,7 @@ public struct ImageStore: Sendable {
             image = try image.derive("copy") { CVipsShim_remove_metadata($0, $1, keep) }
             let encoder = image
             let status = CVipsShim_jpegsave_fd(
-                encoder.pointer, descriptor, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
+                encoder.pointer, descriptor.rawValue, Int32(settings.vipsQuality), settings.optimizeCoding ? 1 : 0)
             let writeErrno = errno
             if status != 0 {
                 let error = Vips.takeError(operation: "jpegsave")
@@ -87,7 +87,7 @@ public struct ImageStore: Sendable {
 
     /// Deletes the store file for `key`, as `deleteImageForKey:` does; a missing file is fine.
     public func delete(forKey key: String) {
-        unlink(path(forKey: key))
+        try? FileSystem.remove(path(forKey: key))
     }
 
     /// Carries out what an item's ledger decided for its store file, and says

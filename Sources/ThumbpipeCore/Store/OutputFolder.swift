@@ -3,7 +3,7 @@ import Foundation
 /// The output folder is the user's data: one thumbpipe at a time writes it
 /// (an exclusive `flock`), and a run writes over no file it did not write itself.
 public final class OutputLock: Sendable {
-    private let descriptor: Int32
+    private let descriptor: FileDescriptor
 
     /// Takes the output folder's lock, held until this object goes away (or the
     /// process ends, whatever kills it). The lock is on the `.thumbpipe` folder
@@ -25,34 +25,28 @@ public final class OutputLock: Sendable {
 
     private init(folder: String, shared: Bool) throws {
         let meta = OutputFolder(folder).layout.meta
-        guard let fd = FileDescriptor.open(meta, O_RDONLY | O_DIRECTORY) else {
-            throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(ThumbpipeError.errnoText())")
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(meta, O_RDONLY | O_DIRECTORY) } catch {
+            throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(error)")
         }
-        if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
-            let code = errno
-            close(fd)
-            if code == EWOULDBLOCK {
-                let pid = (try? String(contentsOfFile: OutputFolder(folder).layout.lock, encoding: .utf8))?
+        do { try fd.lock(shared: shared) } catch {
+            if error == .wouldBlock {
+                let pid = FileSystem.text(of: OutputFolder(folder).layout.lock, limit: 64)?
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ThumbpipeError(
                     .cannotCreate,
                     "\(folder) is in use by another thumbpipe\(pid.map { $0.isEmpty ? "" : " (pid \($0))" } ?? "")")
             }
-            throw ThumbpipeError(.cannotCreate, "\(meta): cannot lock: \(ThumbpipeError.errnoText(code))")
+            throw ThumbpipeError(.cannotCreate, "\(meta): cannot lock: \(error)")
         }
         descriptor = fd
     }
 
     /// Takes the lock if the folder already has a `.thumbpipe` (a dry run writes nothing).
     public static func ifPresent(folder: String) throws -> OutputLock? {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: OutputFolder(folder).layout.meta, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        else { return nil }
+        guard FileSystem.isFolder(OutputFolder(folder).layout.meta) else { return nil }
         return try OutputLock(folder: folder, recordPid: false)
     }
-
-    deinit { close(descriptor) }
 }
 
 /// An output folder: the one place its layout is spelled (``Layout``), how a run
@@ -106,34 +100,19 @@ public struct OutputFolder: Sendable, Hashable {
     /// - Returns: how many entries were removed.
     @discardableResult
     static func empty(_ folder: String) -> Int {
-        guard let fd = FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { return 0 }
-        return empty(descriptor: fd)
+        guard let fd = try? FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { return 0 }
+        return empty(fd)
     }
 
-    /// Empties the folder open as `fd`, and closes it.
-    private static func empty(descriptor fd: Int32) -> Int {
-        guard let directory = fdopendir(fd) else {
-            close(fd)
-            return 0
-        }
-        defer { closedir(directory) }
+    /// Empties the folder open as `folder`.
+    private static func empty(_ folder: FileDescriptor) -> Int {
         var removed = 0
-        var names: [[CChar]] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                Array(raw.bindMemory(to: CChar.self).prefix(while: { $0 != 0 })) + [0]
-            }
-            if name == [46, 0] || name == [46, 46, 0] { continue }
-            names.append(name)
-        }
-        for name in names {
-            var info = stat()
-            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR {
-                let child = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if child >= 0 { removed += empty(descriptor: child) }
-                if unlinkat(fd, name, AT_REMOVEDIR) == 0 { removed += 1 }
-            } else if unlinkat(fd, name, 0) == 0 {
+        for (_, name) in (try? folder.names()) ?? [] {
+            guard let info = try? folder.info(of: name) else { continue }
+            if info.kind == .directory {
+                if let child = try? folder.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW) { removed += empty(child) }
+                if (try? folder.remove(name, folder: true)) != nil { removed += 1 }
+            } else if (try? folder.remove(name)) != nil {
                 removed += 1
             }
         }
@@ -147,14 +126,13 @@ public struct OutputFolder: Sendable, Hashable {
     public func prepare() throws -> OutputLock {
         let folder = path
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: layout.meta, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: layout.work, withIntermediateDirectories: true)
+            try FileSystem.createFolder(folder, intermediate: true)
+            try FileSystem.createFolder(layout.meta, intermediate: true)
+            try FileSystem.createFolder(layout.work, intermediate: true)
         } catch {
-            throw ThumbpipeError(
-                .cannotCreate, "\(folder): cannot create output folder: \(ThumbpipeError.describe(error))")
+            throw ThumbpipeError(.cannotCreate, "\(folder): cannot create output folder: \(error)")
         }
-        guard access(folder, W_OK) == 0 else {
+        guard FileSystem.allows(folder, W_OK) else {
             throw ThumbpipeError(
                 .cannotCreate, "\(folder): output folder is not writable: \(ThumbpipeError.errnoText())")
         }
@@ -170,21 +148,18 @@ public struct OutputFolder: Sendable, Hashable {
     /// Notes that the store file `key` is about to be placed: a run killed between
     /// the rename and the state's commit still knows the file as its own.
     func claim(_ key: String) {
-        guard let fd = FileDescriptor.open(layout.claims, O_WRONLY | O_CREAT | O_APPEND) else { return }
-        let line = Array((key + "\n").utf8)
-        _ = line.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) }
-        close(fd)
+        guard let file = try? FileDescriptor.open(layout.claims, O_WRONLY | O_CREAT | O_APPEND) else { return }
+        try? file.write(key + "\n")
     }
 
     /// The store-file names claimed and not yet recorded (by a run that was killed).
     func claims() -> Set<String> {
         Set(
-            ((try? String(contentsOfFile: layout.claims, encoding: .utf8)) ?? "").split(separator: "\n").map(
-                String.init))
+            (FileSystem.text(of: layout.claims, limit: 1 << 30) ?? "").split(separator: "\n").map(String.init))
     }
 
     /// Forgets the claims once the state holds every item (the end of a run).
-    func clearClaims() { unlink(layout.claims) }
+    func clearClaims() { try? FileSystem.remove(layout.claims) }
 }
 
 /// Which names in the output folder a run may write.
@@ -254,14 +229,8 @@ public enum OutputGuard {
     }
 
     /// Whether a name exists at all (a dangling symlink included).
-    static func exists(_ path: String) -> Bool {
-        FileInfo(path: path, followingLinks: false) != nil
-    }
+    static func exists(_ path: String) -> Bool { FileSystem.exists(path, followingLinks: false) }
 
     /// The canonical path of an existing file, or nil.
-    static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
+    static func realPath(_ path: String) -> String? { FileSystem.realPath(path) }
 }

@@ -53,7 +53,7 @@ public struct OutputTarget: Sendable, Equatable {
             guard FileInfo(path: path, followingLinks: false)?.kind == .symlink, FileInfo(path: path) == nil else {
                 break
             }
-            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { break }
+            guard let destination = FileSystem.linkDestination(path) else { break }
             path =
                 destination.hasPrefix("/")
                 ? destination
@@ -109,28 +109,26 @@ public struct OutputTarget: Sendable, Equatable {
             try TemporaryFile.write(data, to: path)
             return
         }
-        let fd = try open()
-        defer { if kind != .standardOutput { close(fd) } }
-        try data.withUnsafeBytes { try Self.writeAll(fd, $0, to: path) }
+        let file = try self.open()
+        try data.withUnsafeBytes { try Self.writeAll(file, $0, to: path) }
     }
 
     /// Opens the target to write as one goes (a log): a file created or truncated,
-    /// anything else as it is. The caller closes it (but never standard output's).
+    /// anything else as it is. Standard output is borrowed, never closed.
     /// - Throws: ``ThumbpipeError`` (73) when it cannot be opened.
-    public func open() throws -> Int32 {
-        if kind == .standardOutput { return STDOUT_FILENO }
+    public func open() throws -> FileDescriptor {
+        if kind == .standardOutput { return .standardOutput }
         let flags = kind == .file ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY
-        guard let fd = FileDescriptor.open(path, flags) else {
-            throw ThumbpipeError(.cannotCreate, "\(path): cannot open for writing: \(ThumbpipeError.errnoText())")
+        do { return try FileDescriptor.open(path, flags) } catch {
+            throw ThumbpipeError(.cannotCreate, "\(path): cannot open for writing: \(error)")
         }
-        return fd
     }
 
     /// Writes all of `bytes` to `fd`, through EINTR and short writes.
     /// - Throws: ``ThumbpipeError`` (74) naming `path` when a write fails (a full disk, a closed reader).
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, to path: String) throws {
-        if let code = FileDescriptor.writeAll(fd, bytes) {
-            throw ThumbpipeError(.ioError, "\(path): cannot write: \(ThumbpipeError.errnoText(code))")
+    public static func writeAll(_ file: FileDescriptor, _ bytes: UnsafeRawBufferPointer, to path: String) throws {
+        do { try file.write(bytes) } catch {
+            throw ThumbpipeError(.ioError, "\(path): cannot write: \(error)")
         }
     }
 }

@@ -90,14 +90,13 @@ public struct ContentHash {
     /// read. Reads in 64 KB chunks (never maps the file: one truncated while it
     /// is read would raise SIGBUS).
     public static func file(_ path: String) -> String? {
-        guard let fd = FileDescriptor.open(path, O_RDONLY) else { return nil }
-        defer { close(fd) }
-        return descriptor(fd)
+        guard let file = try? FileDescriptor.open(path, O_RDONLY) else { return nil }
+        return descriptor(file)
     }
 
     /// The XXH64 of the contents of the file open as `fd`, from offset 0 (its
     /// own offset is left alone), as 16 hex digits; nil when it cannot be read.
-    public static func descriptor(_ fd: Int32) -> String? {
+    public static func descriptor(_ file: FileDescriptor) -> String? {
         var state = Streaming()
         // 64 KB: below malloc's mmap threshold (see ``Allocator``), so the same
         // heap memory serves every call; a 1 MB buffer was a fresh mapping, 256
@@ -105,8 +104,7 @@ public struct ContentHash {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         var offset: UInt64 = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { FileDescriptor.readFully(fd, into: $0, at: offset) }
-            if n < 0 { return nil }
+            guard let n = try? file.read(into: &buffer, at: offset) else { return nil }
             if n == 0 { break }
             buffer.withUnsafeBytes { state.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += UInt64(n)

@@ -1,42 +1,287 @@
+import CSandbox
 import CSystem
 import Foundation
+import Synchronization
 
-/// The POSIX calls thumbpipe makes on files, each written once (after
-/// swift-system's shape): open, read and write through EINTR and short
-/// transfers, fsync, rename, and `stat` as a value. Everything else calls these.
-public enum FileDescriptor {
-    /// Opens `path` close-on-exec, retrying on EINTR.
-    /// - Returns: the descriptor, or nil (errno says why).
-    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) -> Int32? {
-        while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            if fd >= 0 { return fd }
-            if errno != EINTR { return nil }
+/// An open file descriptor that closes itself (after swift-system's
+/// `FileDescriptor`, as a class so it can be stored and shared): every call
+/// retries on EINTR, reads and writes go through short transfers, and each
+/// failure throws one ``Errno``. Nothing outside `Support/` makes these calls.
+///
+/// The descriptor is closed when the value goes, unless ``close()`` closed it
+/// (and said whether the close failed) or ``release()`` gave it to someone else
+/// (a C library that closes it, a message that carries it).
+public final class FileDescriptor: Sendable {
+    /// The kernel's number for it.
+    public let rawValue: Int32
+    private let owned: Atomic<Bool>
+
+    /// Takes ownership of `rawValue` (from a pipe, a socket's message, a C call).
+    public init(adopting rawValue: Int32) {
+        self.rawValue = rawValue
+        owned = Atomic(true)
+    }
+
+    /// Uses `rawValue` without owning it: it is never closed by this value
+    /// (the standard streams, a descriptor the caller keeps).
+    public init(borrowing rawValue: Int32) {
+        self.rawValue = rawValue
+        owned = Atomic(false)
+    }
+
+    deinit { if owned.load(ordering: .relaxed) { _ = Glibc.close(rawValue) } }
+
+    /// Standard output, not owned.
+    public static var standardOutput: FileDescriptor { FileDescriptor(borrowing: 1) }
+    /// Standard error, not owned.
+    public static var standardError: FileDescriptor { FileDescriptor(borrowing: 2) }
+
+    /// Opens `path` close-on-exec.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(Errno) -> FileDescriptor {
+        FileDescriptor(adopting: try retryOnInterrupt { Glibc.open(path, flags | O_CLOEXEC, mode) })
+    }
+
+    /// Opens `name` in this folder (openat), close-on-exec. A name is bytes
+    /// (``FileSystem/names(in:)`` gives them), whether or not they are UTF-8.
+    public func open(_ name: [UInt8], _ flags: Int32, mode: mode_t = 0o644) throws(Errno) -> FileDescriptor {
+        let name = try Self.cString(name)
+        return FileDescriptor(adopting: try retryOnInterrupt { openat(rawValue, name, flags | O_CLOEXEC, mode) })
+    }
+
+    /// `name` as a C string's characters, its terminating zero included.
+    private static func cString(_ name: [UInt8]) throws(Errno) -> [CChar] {
+        guard !name.contains(0) else { throw .invalid }
+        return name.map { CChar(bitPattern: $0) } + [0]
+    }
+
+    /// A pipe, both ends close-on-exec.
+    public static func pipe() throws(Errno) -> (read: FileDescriptor, write: FileDescriptor) {
+        var ends: [Int32] = [-1, -1]
+        _ = try retryOnInterrupt { Glibc.pipe(&ends) }
+        let pair = (read: FileDescriptor(adopting: ends[0]), write: FileDescriptor(adopting: ends[1]))
+        for end in [pair.read, pair.write] { _ = try retryOnInterrupt { fcntl(end.rawValue, F_SETFD, FD_CLOEXEC) } }
+        return pair
+    }
+
+    /// Closes it now, and says whether the close failed (on NFS a write's error
+    /// can surface only here). A failed close still releases the number.
+    public func close() throws(Errno) {
+        guard owned.exchange(false, ordering: .relaxed) else { return }
+        if Glibc.close(rawValue) != 0 {
+            let error = Errno.current
+            if error != .interrupted { throw error }
         }
     }
 
-    /// Reads what is there, up to `buffer.count` bytes, retrying on EINTR.
-    /// - Returns: how many bytes were read (0 at the end), or -1 on an error (errno says why).
-    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        while true {
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            return n
-        }
+    /// Gives the descriptor up: this value no longer closes it.
+    /// - Returns: the number, now the caller's to close.
+    public func release() -> Int32 {
+        owned.store(false, ordering: .relaxed)
+        return rawValue
     }
 
-    /// Reads into all of `buffer` from `offset`, through EINTR and short reads.
-    /// - Returns: how many bytes were read (fewer at the end of the file), or -1 on an error.
-    public static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Int {
+    /// Reads what is there, up to `buffer.count` bytes.
+    /// - Returns: how many bytes were read, 0 at the end.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryOnInterrupt { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Reads into all of `buffer` from `offset`, through short reads.
+    /// - Returns: how many bytes were read: `buffer.count`, fewer only at the end of the file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(Errno) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return -1 }
+            let n = try retryOnInterrupt {
+                pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }
             if n == 0 { break }
             done += n
         }
         return done
+    }
+
+    /// Writes all of `bytes`, through short writes. A write that writes nothing throws EIO.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var done = 0
+        while done < bytes.count {
+            let n = try retryOnInterrupt { Glibc.write(rawValue, bytes.baseAddress! + done, bytes.count - done) }
+            if n == 0 { throw .ioError }
+            done += n
+        }
+    }
+
+    /// Writes all of `bytes` at `offset`, through short writes.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Errno) {
+        var done = 0
+        while done < bytes.count {
+            let n = try retryOnInterrupt {
+                pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            if n == 0 { throw .ioError }
+            done += n
+        }
+    }
+
+    /// Writes all of `text`'s UTF-8.
+    public func write(_ text: String) throws(Errno) { try write(Array(text.utf8)) }
+
+    /// Writes all of `bytes`.
+    public func write(_ bytes: [UInt8]) throws(Errno) {
+        var failure: Errno?
+        bytes.withUnsafeBytes { raw in
+            do throws(Errno) { try write(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes all of `data`.
+    public func write(_ data: Data) throws(Errno) {
+        var failure: Errno?
+        data.withUnsafeBytes { raw in
+            do throws(Errno) { try write(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ bytes: [UInt8], at offset: UInt64) throws(Errno) {
+        var failure: Errno?
+        bytes.withUnsafeBytes { raw in
+            do throws(Errno) { try write(raw, at: offset) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads into `buffer` from `offset`, through short reads, as
+    /// ``read(into:at:)-(UnsafeMutableRawBufferPointer,_)`` does.
+    /// - Returns: how many bytes were read: `buffer.count`, fewer only at the end of the file.
+    public func read(into buffer: inout [UInt8], at offset: UInt64) throws(Errno) -> Int {
+        var result: Result<Int, Errno> = .success(0)
+        buffer.withUnsafeMutableBytes { raw in
+            do throws(Errno) { result = .success(try read(into: raw, at: offset)) } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Reads what is there, up to `buffer.count` bytes, into `buffer`.
+    /// - Returns: how many bytes were read, 0 at the end.
+    public func read(into buffer: inout [UInt8]) throws(Errno) -> Int {
+        var result: Result<Int, Errno> = .success(0)
+        buffer.withUnsafeMutableBytes { raw in
+            do throws(Errno) { result = .success(try read(into: raw)) } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Flushes the file to the disk (fsync). EIO and ENOSPC mean the data may be lost.
+    public func sync() throws(Errno) { _ = try retryOnInterrupt { fsync(rawValue) } }
+
+    /// Starts writing `count` bytes from `offset` to the disk without waiting (sync_file_range).
+    public func startWriteback(offset: Int64, count: Int64) throws(Errno) {
+        _ = try retryOnInterrupt { CSystem_start_writeback(rawValue, offset, count) }
+    }
+
+    /// What `fstat` says of it.
+    public func info() throws(Errno) -> FileInfo {
+        var info = stat()
+        _ = try retryOnInterrupt { fstat(rawValue, &info) }
+        return FileInfo(info)
+    }
+
+    /// What `fstatat` says of `name` in this folder, the link itself when it is one.
+    public func info(of name: [UInt8]) throws(Errno) -> FileInfo {
+        let name = try Self.cString(name)
+        var info = stat()
+        _ = try retryOnInterrupt { fstatat(rawValue, name, &info, AT_SYMLINK_NOFOLLOW) }
+        return FileInfo(info)
+    }
+
+    /// Removes `name` from this folder (unlinkat): an empty folder when `folder`.
+    public func remove(_ name: [UInt8], folder: Bool = false) throws(Errno) {
+        let name = try Self.cString(name)
+        _ = try retryOnInterrupt { unlinkat(rawValue, name, folder ? AT_REMOVEDIR : 0) }
+    }
+
+    /// Cuts or extends the file to `size` bytes.
+    public func truncate(to size: Int64) throws(Errno) {
+        _ = try retryOnInterrupt { ftruncate(rawValue, off_t(size)) }
+    }
+
+    /// Takes an advisory lock on the whole file (flock) without waiting:
+    /// throws ``Errno/wouldBlock`` when another holds it.
+    public func lock(shared: Bool) throws(Errno) {
+        _ = try retryOnInterrupt { flock(rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) }
+    }
+
+    /// Makes `target` (a standard stream's number) refer to this file (dup2).
+    public func duplicate(as target: Int32) throws(Errno) {
+        _ = try retryOnInterrupt { dup2(rawValue, target) }
+    }
+
+    /// Lets processes this one starts inherit the descriptor (clears FD_CLOEXEC).
+    public func keepOnExec() throws(Errno) {
+        _ = try retryOnInterrupt { fcntl(rawValue, F_SETFD, 0) }
+    }
+
+    /// Waits at most `milliseconds` (-1: for ever) until it can be read (poll).
+    /// - Returns: true when it can be read (or has been closed by the other side).
+    public func waitReadable(milliseconds: Int32) throws(Errno) -> Bool {
+        var entry = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
+        return try retryOnInterrupt { poll(&entry, 1, milliseconds) } > 0
+    }
+
+    /// A connected pair of UNIX stream sockets, both ends close-on-exec.
+    public static func socketPair() throws(Errno) -> (FileDescriptor, FileDescriptor) {
+        var pair: [Int32] = [-1, -1]
+        _ = try retryOnInterrupt {
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+        }
+        return (FileDescriptor(adopting: pair[0]), FileDescriptor(adopting: pair[1]))
+    }
+
+    /// A new memory file (memfd) that can be sealed, for a worker's store file; nil when none can be made.
+    public static func memoryFile() -> FileDescriptor? {
+        let fd = CSandbox_memfd("thumbpipe-store")
+        return fd >= 0 ? FileDescriptor(adopting: fd) : nil
+    }
+
+    /// Seals this memory file against every change (write, grow, shrink, more seals).
+    public func seal() throws(Errno) {
+        let result = CSandbox_seal(rawValue)  // 0, or a negative errno
+        if result != 0 { throw Errno(rawValue: -result) }
+    }
+
+    /// Whether this is a memory file sealed against write, grow, shrink and more seals.
+    public var isSealed: Bool { CSandbox_is_sealed(rawValue) == 1 }
+
+    /// Whether the number refers to an open file (fcntl F_GETFD).
+    public static func isOpen(_ rawValue: Int32) -> Bool { fcntl(rawValue, F_GETFD) >= 0 }
+
+    /// The names in this folder (not `.` or `..`), as ``FileSystem/names(in:)`` gives them.
+    /// The descriptor stays open; the listing reads a duplicate of it.
+    public func names() throws(Errno) -> [(text: String?, bytes: [UInt8])] {
+        let copy = try retryOnInterrupt { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) }
+        guard let directory = fdopendir(copy) else {
+            let error = Errno.current
+            Glibc.close(copy)
+            throw error
+        }
+        defer { closedir(directory) }
+        rewinddir(directory)
+        return FileSystem.entries(of: directory)
+    }
+
+    /// Everything left to read (a file from its current offset, a pipe to its
+    /// end), in chunks; throws EFBIG past `limit` bytes.
+    public func readToEnd(limit: Int = .max) throws(Errno) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = try read(into: &chunk)
+            if n == 0 { return bytes }
+            guard bytes.count + n <= limit else { throw Errno(rawValue: EFBIG) }
+            bytes += chunk[..<n]
+        }
     }
 
     /// A regular file's bytes, read through one descriptor and bounded as they
@@ -45,149 +290,28 @@ public enum FileDescriptor {
     /// its size was seen is never read past the bound). The open does not block:
     /// a FIFO put in the place of a file is refused at once, not waited on.
     public static func contents(ofRegularFile path: String, limit: Int64) -> Data? {
-        guard let fd = open(path, O_RDONLY | O_NONBLOCK) else { return nil }
-        defer { close(fd) }
-        guard let info = FileInfo(descriptor: fd), info.kind == .regular, info.size <= limit else { return nil }
+        guard let file = try? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else { return nil }
+        return try? file.contents(limit: limit)
+    }
+
+    /// This regular file's bytes from its start, at most `limit` of them; nil as
+    /// ``contents(ofRegularFile:limit:)`` says.
+    public func contents(limit: Int64) throws(Errno) -> Data? {
+        let info = try info()
+        guard info.kind == .regular, info.size <= limit else { return nil }
         // One byte more than the size: a file that grew since fstat reads long, and is
         // refused. Not zeroed first (Data(count:) would clear megabytes to overwrite them).
         let size = Int(info.size)
-        guard let buffer = malloc(size + 1) else { return nil }
-        guard readFully(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: size + 1), at: 0) == size else {
+        guard let buffer = malloc(size + 1) else { throw Errno(rawValue: ENOMEM) }
+        let n: Int
+        do { n = try read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size + 1), at: 0) } catch {
+            free(buffer)
+            throw error
+        }
+        guard n == size else {
             free(buffer)
             return nil
         }
         return Data(bytesNoCopy: buffer, count: size, deallocator: .free)
-    }
-
-    /// Writes all of `bytes` to `fd`.
-    /// - Returns: nil when all was written, else the errno of the write that failed
-    ///   (a full disk, a closed descriptor, a reader gone: ENOSPC, EBADF, EPIPE).
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return n < 0 ? errno : EIO }
-            offset += n
-        }
-        return nil
-    }
-
-    /// Flushes `fd` to the disk, retrying on EINTR.
-    /// - Returns: nil when flushed, else errno (EIO, ENOSPC: the data may be lost).
-    public static func sync(_ fd: Int32) -> Int32? {
-        while fsync(fd) != 0 {
-            if errno != EINTR { return errno }
-        }
-        return nil
-    }
-
-    /// Renames `from` to `to`, replacing what is there (a symlink included, never
-    /// followed), or, without `replacing`, only when nothing is there
-    /// (renameat2's RENAME_NOREPLACE; where a file system cannot do that, a hard
-    /// link and an unlink, which never replace either).
-    /// - Returns: nil when renamed, else errno (EEXIST: something is at `to`).
-    public static func rename(_ from: String, to: String, replacing: Bool = true) -> Int32? {
-        if replacing { return Glibc.rename(from, to) == 0 ? nil : errno }
-        if CSystem_rename_noreplace(from, to) == 0 { return nil }
-        guard errno == EINVAL || errno == ENOSYS else { return errno }
-        guard link(from, to) == 0 else { return errno }
-        unlink(from)
-        return nil
-    }
-
-    /// Writes all of `bytes` at `offset`, through EINTR and short writes (pwrite).
-    /// - Returns: nil when all was written, else errno.
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32? {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if n == 0 { return EIO }
-            done += n
-        }
-        return nil
-    }
-}
-
-/// What `stat`/`lstat` say of a path, as a value.
-public struct FileInfo: Sendable, Equatable {
-    /// What kind of file it is.
-    public enum Kind: Sendable, Equatable { case regular, directory, symlink, other }
-
-    public var kind: Kind
-    /// Size in bytes.
-    public var size: Int64
-    /// Modification time, nanoseconds since 1970.
-    public var modified: Int64
-    /// Device and inode: the file's identity (hard links share it).
-    public var device: UInt64
-    public var inode: UInt64
-    /// How many names (hard links) the file has.
-    public var links: UInt64 = 1
-
-    /// The file at `path`, symlinks followed (`stat`), or the link itself
-    /// (`followingLinks: false`, `lstat`); nil when there is none (errno says why).
-    public init?(path: String, followingLinks: Bool = true) {
-        var info = stat()
-        guard (followingLinks ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
-        self.init(info)
-    }
-
-    /// The file of an open descriptor (`fstat`).
-    public init?(descriptor: Int32) {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return nil }
-        self.init(info)
-    }
-
-    init(_ info: stat) {
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: kind = .regular
-        case S_IFDIR: kind = .directory
-        case S_IFLNK: kind = .symlink
-        default: kind = .other
-        }
-        size = Int64(info.st_size)
-        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        links = UInt64(info.st_nlink)
-    }
-
-    /// The modification time as a date: whole seconds plus the fraction, as
-    /// `st_mtim` gives them (one division of the nanoseconds would round differently).
-    public var modificationDate: Date {
-        let (seconds, nanoseconds) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
-        return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
-    }
-}
-
-extension FileInfo {
-    /// The names in `folder` (not `.` or `..`), each as text when it is valid
-    /// UTF-8 and as its bytes always, so a name from an old Latin-1 zip is seen
-    /// (and can be reported) rather than lost; nil when the folder cannot be read.
-    public static func names(in folder: String) -> [(text: String?, bytes: [UInt8])]? {
-        guard let directory = opendir(folder) else { return nil }
-        defer { closedir(directory) }
-        var result: [(String?, [UInt8])] = []
-        while let entry = readdir(directory) {
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
-            result.append((String(validating: bytes, as: UTF8.self), bytes))
-        }
-        return result
-    }
-
-    /// A name's bytes as text a terminal and a log can show: printable ASCII and
-    /// valid UTF-8 as they are, every other byte as `\xHH`.
-    public static func escaped(_ bytes: [UInt8]) -> String {
-        bytes.map {
-            (0x20...0x7E).contains($0) && $0 != 0x5C ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0)
-        }
-        .joined()
     }
 }

@@ -51,6 +51,7 @@ extension ThumbpipeError {
 extension ThumbpipeError {
     /// A short reason for a Foundation or POSIX error, without Foundation's boilerplate.
     public static func describe(_ error: any Error) -> String {
+        if let error = error as? Errno { return error.description }
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
             return errnoText(Int32(underlying.code))

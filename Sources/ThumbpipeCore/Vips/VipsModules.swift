@@ -23,7 +23,7 @@ enum VipsModules {
         // in this process's environment once it has guessed).
         guard let libdir = vips_guess_libdir("thumbpipe", "VIPSHOME").map({ String(cString: $0) }) else { return [:] }
         let folder = "\(libdir)/vips-modules-\(vips_version(0)).\(vips_version(1))"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [:] }
+        guard let names = FileSystem.names(in: folder)?.compactMap(\.text) else { return [:] }
         let chosen = names.filter { $0.hasSuffix(".so") }.sorted().filter { name in
             formats[name].map(allowed.contains) ?? true
         }
@@ -37,8 +37,7 @@ enum VipsModules {
         guard let list = ProcessInfo.processInfo.environment["THUMBPIPE_VIPS_MODULES"] else { return }
         for path in list.split(separator: ":").map(String.init) where CVipsShim_load_module(path) != 0 {
             let error = Vips.takeError(operation: "load module")
-            FileHandle.standardError.write(
-                Data("thumbpipe: cannot load libvips module \(path): \(error.message)\n".utf8))
+            try? FileDescriptor.standardError.write("thumbpipe: cannot load libvips module \(path): \(error.message)\n")
         }
     }
 }

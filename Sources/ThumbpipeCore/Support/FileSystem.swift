@@ -1,0 +1,208 @@
+import CSystem
+import Foundation
+
+/// The path operations thumbpipe makes, each written once beside
+/// ``FileDescriptor``: remove, link, rename (with or without replacing),
+/// make folders, list them, resolve a path, and read a small file. Each throws
+/// one ``Errno``; nothing outside `Support/` calls POSIX or Foundation's file API.
+public enum FileSystem {
+    /// Removes the file (not folder) at `path` (unlink).
+    public static func remove(_ path: String) throws(Errno) {
+        _ = try retryOnInterrupt { unlink(path) }
+    }
+
+    /// Removes an empty folder (rmdir).
+    public static func removeFolder(_ path: String) throws(Errno) {
+        _ = try retryOnInterrupt { rmdir(path) }
+    }
+
+    /// Gives the file at `from` a second name, `to` (link); EEXIST when something is there.
+    public static func link(_ from: String, to: String) throws(Errno) {
+        _ = try retryOnInterrupt { Glibc.link(from, to) }
+    }
+
+    /// Renames `from` to `to`, replacing what is there (a symlink included, never
+    /// followed), or, without `replacing`, only when nothing is there
+    /// (renameat2's RENAME_NOREPLACE; where a file system cannot do that, a hard
+    /// link and an unlink, which never replace either). EEXIST: something is at `to`.
+    public static func rename(_ from: String, to: String, replacing: Bool = true) throws(Errno) {
+        if replacing {
+            _ = try retryOnInterrupt { Glibc.rename(from, to) }
+            return
+        }
+        do {
+            _ = try retryOnInterrupt { CSystem_rename_noreplace(from, to) }
+        } catch {
+            guard error == .invalid || error == .noSystemCall else { throw error }
+            try link(from, to: to)
+            try? remove(from)
+        }
+    }
+
+    /// Makes the folder `path` with `mode`; with `intermediate`, the folders above
+    /// it too, and a folder already there is no error (as `mkdir -p`).
+    public static func createFolder(_ path: String, mode: mode_t = 0o755, intermediate: Bool = false) throws(Errno) {
+        do {
+            _ = try retryOnInterrupt { mkdir(path, mode) }
+        } catch {
+            guard intermediate else { throw error }
+            if error == .exists {
+                guard FileInfo(path: path)?.kind == .directory else { throw error }
+                return
+            }
+            let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            guard error == .noEntry, parent != path, parent != "/" else { throw error }
+            try createFolder(parent, mode: mode, intermediate: true)
+            try createFolder(path, mode: mode, intermediate: true)
+        }
+    }
+
+    /// Whether something is at `path` (following links unless told not to).
+    public static func exists(_ path: String, followingLinks: Bool = true) -> Bool {
+        FileInfo(path: path, followingLinks: followingLinks) != nil
+    }
+
+    /// Whether `path` is a folder (following links).
+    public static func isFolder(_ path: String) -> Bool { FileInfo(path: path)?.kind == .directory }
+
+    /// Whether this process may do `mode` (R_OK, W_OK, X_OK, F_OK) on `path` (access).
+    public static func allows(_ path: String, _ mode: Int32) -> Bool { access(path, mode) == 0 }
+
+    /// `path` with every link and `..` resolved (realpath); nil when a part of it is missing.
+    public static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// What the symbolic link at `path` points to, as written in it (readlink).
+    public static func linkDestination(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The process's working folder.
+    public static var currentFolder: String {
+        guard let path = getcwd(nil, 0) else { return "." }
+        defer { free(path) }
+        return String(cString: path)
+    }
+
+    /// The names in `folder` (not `.` or `..`), each as text when it is valid
+    /// UTF-8 and as its bytes always, so a name from an old Latin-1 zip is seen
+    /// (and can be reported) rather than lost; nil when the folder cannot be read.
+    public static func names(in folder: String) -> [(text: String?, bytes: [UInt8])]? {
+        guard let directory = opendir(folder) else { return nil }
+        defer { closedir(directory) }
+        return entries(of: directory)
+    }
+
+    /// The names in `folder` that are valid UTF-8, sorted; empty when it cannot be read.
+    public static func textNames(in folder: String) -> [String] {
+        (names(in: folder) ?? []).compactMap(\.text).sorted()
+    }
+
+    static func entries(of directory: OpaquePointer) -> [(text: String?, bytes: [UInt8])] {
+        var result: [(String?, [UInt8])] = []
+        while let entry = readdir(directory) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+            result.append((String(validating: bytes, as: UTF8.self), bytes))
+        }
+        return result
+    }
+
+    /// A small regular file's text (a /proc file, a lock's pid), at most `limit`
+    /// bytes and valid UTF-8; nil otherwise.
+    public static func text(of path: String, limit: Int64 = 1 << 20) -> String? {
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else { return nil }
+        if let info = try? file.info(), info.kind == .regular, info.size > 0 {
+            return (try? file.contents(limit: limit)).flatMap { $0 }.flatMap { String(validating: $0, as: UTF8.self) }
+        }
+        // /proc files say size 0: read them up to the limit as a stream.
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= limit {
+            guard let n = try? file.read(into: &chunk), n > 0 else { break }
+            bytes += chunk[..<n]
+        }
+        guard bytes.count <= limit else { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// The whole of the file at `path` (a regular file, or a pipe read to its end).
+    public static func contents(of path: String, limit: Int = .max) throws(Errno) -> Data {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
+        if let info = try? file.info(), info.kind == .regular, let data = try file.contents(limit: Int64(limit)) {
+            return data
+        }
+        return Data(try file.readToEnd(limit: limit))
+    }
+
+    /// Creates `path` with `bytes` in it, or replaces what it holds (not atomic:
+    /// for markers and scratch files; outputs go through ``AtomicFile``).
+    public static func write(_ bytes: some Collection<UInt8>, to path: String, mode: mode_t = 0o644) throws(Errno) {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
+        try file.write(Array(bytes))
+        try file.close()
+    }
+}
+
+/// What `stat`/`lstat` say of a path, as a value.
+public struct FileInfo: Sendable, Equatable {
+    /// What kind of file it is.
+    public enum Kind: Sendable, Equatable { case regular, directory, symlink, other }
+
+    public var kind: Kind
+    /// Size in bytes.
+    public var size: Int64
+    /// Modification time, nanoseconds since 1970.
+    public var modified: Int64
+    /// Device and inode: the file's identity (hard links share it).
+    public var device: UInt64
+    public var inode: UInt64
+    /// How many names (hard links) the file has.
+    public var links: UInt64 = 1
+
+    /// The file at `path`, symlinks followed (`stat`), or the link itself
+    /// (`followingLinks: false`, `lstat`); nil when there is none (errno says why).
+    public init?(path: String, followingLinks: Bool = true) {
+        var info = stat()
+        guard (followingLinks ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
+        self.init(info)
+    }
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
+        default: kind = .other
+        }
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        links = UInt64(info.st_nlink)
+    }
+
+    /// The modification time as a date: whole seconds plus the fraction, as
+    /// `st_mtim` gives them (one division of the nanoseconds would round differently).
+    public var modificationDate: Date {
+        let (seconds, nanoseconds) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
+    }
+}
+
+extension FileInfo {
+    /// A name's bytes as text a terminal and a log can show: printable ASCII and
+    /// valid UTF-8 as they are, every other byte as `\xHH`.
+    public static func escaped(_ bytes: [UInt8]) -> String {
+        bytes.map {
+            (0x20...0x7E).contains($0) && $0 != 0x5C ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0)
+        }
+        .joined()
+    }
+}
