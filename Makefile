@@ -30,7 +30,7 @@ IMAGE = $(IMAGE_NAME):$(VERSION)
 # cached outside the repository, so a fresh clone reuses it.
 CACHE ?= $(HOME)/.cache/thumbpipe
 
-.PHONY: all deps build demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million fuzz test-sanitize \
+.PHONY: all deps build docs demo test test-deploy test-slurm slurm-run format clean bench bench-archive bench-million fuzz test-sanitize \
 	install install-files uninstall deb image test-install packaging-deps bench-static bench-sandbox
 
 all: build
@@ -205,6 +205,10 @@ install-files:
 	install -m 0644 completions/thumbpipe.bash $(DESTDIR)$(BASHCOMPDIR)/thumbpipe
 	install -m 0644 completions/_thumbpipe $(DESTDIR)$(ZSHCOMPDIR)/_thumbpipe
 	install -m 0644 completions/thumbpipe.fish $(DESTDIR)$(FISHCOMPDIR)/thumbpipe.fish
+
+# The manual's and the completions' lists of run's options, from the option table.
+docs: build
+	.build/release/thumbpipe __docs docs/man/thumbpipe.1 completions/thumbpipe.bash completions/_thumbpipe completions/thumbpipe.fish
 
 install: build
 	@$(MAKE) --no-print-directory install-files

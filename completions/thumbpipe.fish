@@ -33,6 +33,7 @@ complete -c thumbpipe -n "__fish_seen_subcommand_from $commands" -s h -l help -d
 # run
 set -l run "__fish_seen_subcommand_from run"
 complete -c thumbpipe -n $run -F
+# BEGIN generated run options: fish (make docs writes this from the option table)
 complete -c thumbpipe -n $run -s o -l output -r -F -d 'output folder'
 complete -c thumbpipe -n $run -s r -l recursive -d 'with DIR: its sub-folders too'
 complete -c thumbpipe -n $run -l ext -x -d 'with DIR: only these extensions'
@@ -47,7 +48,7 @@ complete -c thumbpipe -n $run -l max-pixels -x -d 'refuse sources with more pixe
 complete -c thumbpipe -n $run -l fail-on -x -a 'none truncated error warning' -d 'decode strictness'
 complete -c thumbpipe -n $run -l formats -x -a "(__thumbpipe_formats $formats)" -d 'loaders a source may use'
 complete -c thumbpipe -n $run -l timeout -x -d 'seconds one item may take'
-complete -c thumbpipe -n $run -l set -x -d 'any pipeline setting, KEY=VALUE'
+complete -c thumbpipe -n $run -l set -x -d 'any pipeline setting'
 complete -c thumbpipe -n $run -l no-html -d 'do not write report.html'
 complete -c thumbpipe -n $run -l log -r -F -d 'one JSON line per item'
 complete -c thumbpipe -n $run -l trace -r -F -d 'write a Chrome trace'
@@ -57,12 +58,13 @@ complete -c thumbpipe -n $run -l dry-run -d 'print what a run would do'
 complete -c thumbpipe -n $run -l json -d 'with --dry-run: as JSON'
 complete -c thumbpipe -n $run -l max-removed -x -d 'refuse removing more than N or P%'
 complete -c thumbpipe -n $run -l verify-content -d 're-hash sources and store files'
+complete -c thumbpipe -n $run -l exit-on-failure -x -a 'any new' -d 'exit 1 on any failure, or only on new ones'
 complete -c thumbpipe -n $run -l prune-missing -d 'drop the outputs of items whose photo is missing'
 complete -c thumbpipe -n $run -l rebuild-state -d 'rebuild a damaged or lost state from the archive and store files'
 complete -c thumbpipe -n $run -l sandbox -x -a 'required auto off' -d 'how workers are confined'
-complete -c thumbpipe -n $run -l exit-on-failure -x -a 'any new' -d 'exit 1 on any failure, or only on new ones'
 complete -c thumbpipe -n $run -l shard -x -d 'only shard K of N'
 complete -c thumbpipe -n $run -l run-id -x -d 'the run this part belongs to'
+# END generated run options
 
 # scan
 set -l scan "__fish_seen_subcommand_from scan"

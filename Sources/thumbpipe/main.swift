@@ -114,6 +114,10 @@ if CommandLine.arguments.count >= 2 && CommandLine.arguments[1] == Worker.subcom
     Allocator.configureForBatchWork()
     exit(Worker.main(arguments: Array(CommandLine.arguments.dropFirst(2))))
 }
+if CommandLine.arguments.count >= 2 && CommandLine.arguments[1] == "__docs" {
+    // `make docs`: rewrites the generated option lists of the manual and the completions.
+    exit(DocsCommand.main(Array(CommandLine.arguments.dropFirst(2))))
+}
 Allocator.configureForBatchWork()
 // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
 // reported (exit 74), not kill the process with SIGXFSZ.

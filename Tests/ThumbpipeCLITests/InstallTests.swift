@@ -219,6 +219,23 @@ struct InstallTests {
         return options
     }
 
+    @Test(
+        "run's options in the manual and the bash, zsh and fish completions are generated from the option table",
+        arguments: [
+            "docs/man/thumbpipe.1", "completions/thumbpipe.bash", "completions/_thumbpipe",
+            "completions/thumbpipe.fish",
+        ]
+    )
+    func generatedFromTheTable(file: String) throws {
+        let text = try String(contentsOf: TestPaths.repository.appendingPathComponent(file), encoding: .utf8)
+        #expect(text.contains("BEGIN generated run options: "), "\(file) keeps a generated region")
+        #expect(RunOptionDocs.spliced(text) == text, "\(file) differs from the option table: run 'make docs'")
+        // Every option of the table is in the generated text, by its long name.
+        for option in RunOptionDescription.all {
+            #expect(text.contains(String(option.names.last!.dropFirst(2))), "\(option.names) in \(file)")
+        }
+    }
+
     @Test("The manual lists exactly the options of every command's --help", arguments: commands)
     func manualMatchesHelp(command: String) throws {
         let help = try Self.helpOptions(command)

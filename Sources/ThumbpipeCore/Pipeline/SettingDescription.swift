@@ -30,6 +30,8 @@ public struct SettingDescription: Sendable {
     public let flagValue: String
     /// What it means, for `--help` (lines after the first are continuation lines).
     public let help: String
+    /// What the manual and the completions say of its flag (nil without a flag).
+    public let docs: OptionDocumentation?
     /// What it shapes.
     public let shapes: Set<Output>
     /// Two valid values, for the test that changes each setting.
@@ -38,8 +40,8 @@ public struct SettingDescription: Sendable {
     let text: @Sendable (PipelineSettings) -> String
 
     init(
-        _ key: String, flag: String? = nil, _ flagValue: String = "", help: String = "", shapes: Set<Output>,
-        examples: [JSONValue],
+        _ key: String, flag: String? = nil, _ flagValue: String = "", help: String = "",
+        docs: OptionDocumentation? = nil, shapes: Set<Output>, examples: [JSONValue],
         read: @escaping @Sendable (inout PipelineSettings, JSONValue, Origin, SettingValue) throws -> Void,
         text: @escaping @Sendable (PipelineSettings) -> String
     ) {
@@ -47,6 +49,7 @@ public struct SettingDescription: Sendable {
         self.flag = flag
         self.flagValue = flagValue
         self.help = help
+        self.docs = docs
         self.shapes = shapes
         self.examples = examples
         self.read = read
@@ -156,19 +159,26 @@ extension PipelineSettings {
     /// Every setting, in the order files, summaries and fingerprints list them.
     public static let descriptions: [SettingDescription] = [
         SettingDescription(
-            "thumbnail.width", flag: "--width", "PT", help: "thumbnail canvas width in points", shapes: [.thumbnail],
+            "thumbnail.width", flag: "--width", "PT", help: "thumbnail canvas width in points",
+            docs: OptionDocumentation(
+                "thumbnail width in points", .free("points"), "Thumbnail canvas width in points."),
+            shapes: [.thumbnail],
             examples: [.number("40"), .number("64")], read: { s, _, _, v in s.thumbnail.width = try v.number() },
             text: { number($0.thumbnail.width) }),
         SettingDescription(
             "thumbnail.height", flag: "--height", "PT", help: "thumbnail canvas height in points",
+            docs: OptionDocumentation(
+                "thumbnail height in points", .free("points"), "Thumbnail canvas height in points."),
             shapes: [.thumbnail], examples: [.number("40"), .number("30")],
             read: { s, _, _, v in s.thumbnail.height = try v.number() }, text: { number($0.thumbnail.height) }),
         SettingDescription(
-            "thumbnail.scale", flag: "--scale", "S", help: "pixels per point", shapes: [.thumbnail],
+            "thumbnail.scale", flag: "--scale", "S", help: "pixels per point",
+            docs: OptionDocumentation("pixels per point", .free("scale"), "Pixels per point."), shapes: [.thumbnail],
             examples: [.number("2"), .number("3")], read: { s, _, _, v in s.thumbnail.scale = try v.number() },
             text: { number($0.thumbnail.scale) }),
         SettingDescription(
             "thumbnail.cornerRadius", flag: "--corner-radius", "PT", help: "corner radius in points",
+            docs: OptionDocumentation("corner radius in points", .free("points"), "Corner radius in points."),
             shapes: [.thumbnail], examples: [.number("5"), .number("8")],
             read: { s, _, _, v in s.thumbnail.cornerRadius = try v.number() },
             text: { number($0.thumbnail.cornerRadius) }),
@@ -180,6 +190,9 @@ extension PipelineSettings {
             read: { s, _, _, v in s.store.format = try v.string().lowercased() }, text: { $0.store.format }),
         SettingDescription(
             "store.quality", flag: "--quality", "Q", help: "store JPEG quality, 0-1 (0.5 = libvips Q=50)",
+            docs: OptionDocumentation(
+                "store JPEG quality, 0-1 or 1-100", .free("quality"),
+                "Store JPEG quality, 0\\(en1 as UIImageJPEGRepresentation takes it, or 1\\(en100."),
             shapes: [.store], examples: [.number("0.5"), .number("0.8")],
             read: { s, _, origin, v in
                 var q = try v.number()
@@ -218,6 +231,8 @@ extension PipelineSettings {
             read: { s, _, _, v in s.archive.fileName = try v.string() }, text: { $0.archive.fileName }),
         SettingDescription(
             "limits.maxPixels", flag: "--max-pixels", "N", help: "refuse sources with more pixels than N",
+            docs: OptionDocumentation(
+                "refuse sources with more pixels", .free("pixels"), "Refuse sources with more pixels than\n.Ar N ."),
             shapes: [.thumbnail, .store], examples: [.number("268402689"), .number("1000000")],
             read: { s, _, _, v in s.limits.maxPixels = try v.whole(1...9e18, "must be a positive whole number") },
             text: { String($0.limits.maxPixels) }),
@@ -225,6 +240,10 @@ extension PipelineSettings {
             "limits.failOn", flag: "--fail-on", "LEVEL",
             help:
                 "none, truncated, error or warning (libvips fail_on;\nwarning also fails items whose decoders warned)",
+            docs: OptionDocumentation(
+                "decode strictness", .choices(PipelineSettings.FailOn.allCases.map(\.rawValue)),
+                ".Cm none , truncated , error\nor\n.Cm warning\n(libvips fail_on;\n.Cm warning\nalso fails items whose decoders warned)."
+            ),
             shapes: [.thumbnail, .store], examples: [.string("truncated"), .string("error")],
             read: { s, _, _, v in s.limits.failOn = try v.choice(FailOn.self) }, text: { $0.limits.failOn.rawValue }),
         SettingDescription(
@@ -235,6 +254,10 @@ extension PipelineSettings {
         SettingDescription(
             "limits.formats", flag: "--formats", "LIST",
             help: "loaders a source may use (default: jpeg,png,webp,\nheif,tiff,gif,jxl; e.g. add svg, jp2k, magick)",
+            docs: OptionDocumentation(
+                "loaders a source may use", .formats,
+                "Loaders a source may use, comma-separated (default:\n.Li jpeg,png,webp,heif,tiff,gif,jxl ;\nalso\n.Li jp2k , svg , pdf , magick , openexr , fits , rad , ppm ,\n.Li analyze , mat , vips , csv , matrix , openslide ) ."
+            ),
             shapes: [.thumbnail, .store], examples: [.string("jpeg,png"), .string("jpeg")],
             read: { s, _, _, v in
                 var formats: [ImageFormat] = []
@@ -252,6 +275,8 @@ extension PipelineSettings {
         SettingDescription(
             "limits.timeoutSeconds", flag: "--timeout", "S",
             help: "seconds one item may take before its worker is killed",
+            docs: OptionDocumentation(
+                "seconds one item may take", .free("seconds"), "Seconds one item may take before its worker is killed."),
             shapes: [.failure], examples: [.number("60"), .number("5")],
             read: { s, _, _, v in
                 let n = try v.number()

@@ -29,41 +29,48 @@ public struct RunCommandLine: Sendable {
 }
 
 /// One of `run`'s options: its names, the placeholder of its value (nil for a
-/// flag), what `--help` says of it, and how it sets the command line. The one
-/// table (``all``) parses `run`, writes its `--help`, and is what the manual's
-/// option list and the completions are checked against.
+/// flag), what `--help` says of it, what the manual and the completions say
+/// of it, and how it sets the command line. The one table (``all``) parses
+/// `run`, writes its `--help`, and generates the manual's option list and the
+/// bash, zsh and fish completions of `run` (``RunOptionDocs``).
 public struct RunOptionDescription: Sendable {
     public let names: [String]
     public let value: String?
     public let help: String
+    /// The manual's and the completions' text.
+    public let docs: OptionDocumentation
     /// Taken every time it is given (`--set`), not only the last time.
     public let repeatable: Bool
     let apply: @Sendable (inout RunCommandLine, String) throws -> Void
 
     private init(
-        names: [String], value: String?, repeatable: Bool, help: String,
+        names: [String], value: String?, repeatable: Bool, help: String, docs: OptionDocumentation,
         apply: @escaping @Sendable (inout RunCommandLine, String) throws -> Void
     ) {
         self.names = names
         self.value = value
         self.help = help
+        self.docs = docs
         self.repeatable = repeatable
         self.apply = apply
     }
 
     /// An option with a value, `VALUE` in the help.
     static func option(
-        _ names: [String], _ value: String, repeatable: Bool = false, _ help: String,
+        _ names: [String], _ value: String, repeatable: Bool = false, _ help: String, docs: OptionDocumentation,
         apply: @escaping @Sendable (inout RunCommandLine, String) throws -> Void
     ) -> RunOptionDescription {
-        RunOptionDescription(names: names, value: value, repeatable: repeatable, help: help, apply: apply)
+        RunOptionDescription(names: names, value: value, repeatable: repeatable, help: help, docs: docs, apply: apply)
     }
 
     /// A flag: present or not.
     static func flag(
-        _ names: [String], _ help: String, apply: @escaping @Sendable (inout RunCommandLine) -> Void
+        _ names: [String], _ help: String, docs: OptionDocumentation,
+        apply: @escaping @Sendable (inout RunCommandLine) -> Void
     ) -> RunOptionDescription {
-        RunOptionDescription(names: names, value: nil, repeatable: false, help: help) { line, _ in apply(&line) }
+        RunOptionDescription(names: names, value: nil, repeatable: false, help: help, docs: docs) { line, _ in
+            apply(&line)
+        }
     }
 
     /// Sets `line` from this option's `value` ("" for a flag).
@@ -92,65 +99,133 @@ public struct RunOptionDescription: Sendable {
     /// Every option of `run`, in the order `--help` lists them; the pipeline's
     /// setting flags (``PipelineSettings/flagHelp``) come before `--set`.
     public static let all: [RunOptionDescription] = [
-        .option(["-o", "--output"], "DIR", "output folder (default: out)") { $0.output = $1 },
-        .flag(["-r", "--recursive"], "with DIR: its sub-folders too") { $0.flags.recursive = true },
-        .option(["--ext"], "LIST", "with DIR: only files with these extensions") {
+        .option(
+            ["-o", "--output"], "DIR", "output folder (default: out)",
+            docs: OptionDocumentation("output folder", .folder, "Output folder (default\n.Pa out ) .")
+        ) { $0.output = $1 },
+        .flag(
+            ["-r", "--recursive"], "with DIR: its sub-folders too",
+            docs: OptionDocumentation(
+                "with DIR: its sub-folders too", .none, "With a folder as input: its sub-folders too.")
+        ) { $0.flags.recursive = true },
+        .option(
+            ["--ext"], "LIST", "with DIR: only files with these extensions",
+            docs: OptionDocumentation(
+                "with DIR: only these extensions", .free("extensions"),
+                "With a folder as input: only files with these extensions.")
+        ) {
             $0.flags.extensions = Set($1.split(separator: ",").map(String.init))
         },
         .option(
             ["--pipeline"], "NAME|FILE",
-            "pipeline settings (default: homepwner; see\n'thumbpipe pipeline --help' for where NAME is found)"
+            "pipeline settings (default: homepwner; see\n'thumbpipe pipeline --help' for where NAME is found)",
+            docs: OptionDocumentation(
+                "pipeline settings", .pipelines,
+                "Pipeline settings (default\n.Li homepwner ,\nbuilt in); see\n.Sx PIPELINES .")
         ) { $0.pipeline = $1 },
         .option(
             ["-j", "--jobs"], "N",
-            "worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)"
+            "worker processes (default: the number of cores, \(ProcessInfo.processInfo.activeProcessorCount) here)",
+            docs: OptionDocumentation(
+                "worker processes", .free("count"), "Worker processes (default: the number of cores).")
         ) { $0.jobs = try Int(option: $1, name: "--jobs", range: 1...256) },
-        .option(["--set"], "KEY=VALUE", repeatable: true, "any pipeline setting, e.g. --set thumbnail.scale=3") {
+        .option(
+            ["--set"], "KEY=VALUE", repeatable: true, "any pipeline setting, e.g. --set thumbnail.scale=3",
+            docs: OptionDocumentation(
+                "any pipeline setting", .free("KEY=VALUE"), "Any pipeline setting, e.g.\n.Li --set thumbnail.scale=3 .")
+        ) {
             guard let eq = $1.firstIndex(of: "=") else {
                 throw ThumbpipeError(.usage, "--set takes KEY=VALUE, not '\($1)'")
             }
             $0.overrides.append((String($1[..<eq]), String($1[$1.index(after: eq)...]), .file))
         },
-        .flag(["--no-html"], "do not write OUT/.thumbpipe/report.html") { $0.flags.html = false },
+        .flag(
+            ["--no-html"], "do not write OUT/.thumbpipe/report.html",
+            docs: OptionDocumentation(
+                "do not write report.html", .none, "Do not write\n.Pa OUT/.thumbpipe/report.html .")
+        ) { $0.flags.html = false },
         .option(
             ["--log"], "FILE",
-            "one JSON line per item: key, name, line, source,\naction (new, changed, metadata, moved, unchanged,\nremoved, kept, failed),\nreason, milliseconds"
+            "one JSON line per item: key, name, line, source,\naction (new, changed, metadata, moved, unchanged,\nremoved, kept, failed),\nreason, milliseconds",
+            docs: OptionDocumentation(
+                "one JSON line per item", .file,
+                "One JSON line per item: key, name, line, source, action, reason, milliseconds.")
         ) { $0.log = $1 },
         .option(
             ["--trace"], "FILE",
-            "write a Chrome trace (each item's stage spans with\nits file, format and size, a track per worker)\nthat opens in Perfetto; at most 256 MB (about\n130,000 items), past which items are counted"
+            "write a Chrome trace (each item's stage spans with\nits file, format and size, a track per worker)\nthat opens in Perfetto; at most 256 MB (about\n130,000 items), past which items are counted",
+            docs: OptionDocumentation(
+                "write a Chrome trace", .file,
+                "Write a Chrome trace of every item's stage spans, a track per worker, that opens\nin Perfetto; at most 256 MB (about 130,000 items), past which items are counted\nand a warning says how many were left out."
+            )
         ) { $0.trace = $1 },
-        .option(["--trace-sample"], "N", "with --trace: trace one item in N") {
+        .option(
+            ["--trace-sample"], "N", "with --trace: trace one item in N",
+            docs: OptionDocumentation(
+                "with --trace, trace one item in N", .free("count"),
+                "With\n.Fl -trace :\ntrace one item in\n.Ar N ,\nso the trace of a large set stays small and still spans the whole run."
+            )
+        ) {
             $0.traceSample = try Int(option: $1, name: "--trace-sample", range: 1...1_000_000_000)
         },
-        .flag(["--force"], "redo every item, whatever the previous run did") { $0.flags.force = true },
         .flag(
-            ["--dry-run"], "print what a run would do (new, changed, unchanged,\nremoved) and write nothing"
+            ["--force"], "redo every item, whatever the previous run did",
+            docs: OptionDocumentation("redo every item", .none, "Redo every item, whatever the previous run did.")
+        ) { $0.flags.force = true },
+        .flag(
+            ["--dry-run"], "print what a run would do (new, changed, unchanged,\nremoved) and write nothing",
+            docs: OptionDocumentation(
+                "print what a run would do", .none, "Print what a run would do and write nothing.")
         ) { $0.dryRun = true },
-        .flag(["--json"], "with --dry-run: the plan as JSON") { $0.json = true },
+        .flag(
+            ["--json"], "with --dry-run: the plan as JSON",
+            docs: OptionDocumentation("with --dry-run: as JSON", .none, "With\n.Fl -dry-run :\nthe plan as JSON.")
+        ) { $0.json = true },
         .option(
             ["--max-removed"], "N|P%",
-            "refuse a run that would remove more of the previous\nrun's items than this (default 10%); an empty\nmanifest over a folder with items is always refused"
+            "refuse a run that would remove more of the previous\nrun's items than this (default 10%); an empty\nmanifest over a folder with items is always refused",
+            docs: OptionDocumentation(
+                "refuse removing more than N or P%", .free("limit"),
+                "Refuse a run that would remove more of the previous run's items than this\n(default 10%).")
         ) { $0.flags.maxRemoved = try RemovalLimit(parsing: $1) },
         .flag(
             ["--verify-content"],
-            "re-hash sources and store files instead of trusting\ntheir size and modification time"
+            "re-hash sources and store files instead of trusting\ntheir size and modification time",
+            docs: OptionDocumentation(
+                "re-hash sources and store files", .none,
+                "Re-hash sources and store files instead of trusting their size and modification\ntime.")
         ) { $0.flags.verifyContent = true },
         .option(
             ["--exit-on-failure"], "WHEN",
-            "any (default): exit 1 when an item failed; new: only\nwhen a failure is not known from an earlier run (same\nsource, same settings), so a nightly cron mails news"
+            "any (default): exit 1 when an item failed; new: only\nwhen a failure is not known from an earlier run (same\nsource, same settings), so a nightly cron mails news",
+            docs: OptionDocumentation(
+                "exit 1 on any failure, or only on new ones", .choices(["any", "new"]),
+                ".Cm any\n(the default): exit 1 when an item failed;\n.Cm new :\nonly when a failure is not known from an earlier run (the same source and\nsettings failed before), so a nightly job reports news only."
+            )
         ) { $0.exitOnNewOnly = try choice("--exit-on-failure", $1, ["any": false, "new": true], "any or new") },
         .flag(
             ["--prune-missing"],
-            "an item whose photo is missing loses its thumbnail and\nstore file (by default they are kept, and reported)"
+            "an item whose photo is missing loses its thumbnail and\nstore file (by default they are kept, and reported)",
+            docs: OptionDocumentation(
+                "drop the outputs of items whose photo is missing", .none,
+                "An item whose photo is missing loses its thumbnail and store file; by default\nthey are kept, and the item is reported as kept since the night its source was\nfirst missed."
+            )
         ) { $0.flags.pruneMissing = true },
         .flag(
             ["--rebuild-state"],
-            "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again"
+            "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again",
+            docs: OptionDocumentation(
+                "rebuild a damaged or lost state from the archive and store files", .none,
+                "The way back from a damaged or lost\n.Pa .thumbpipe/state.sqlite :\nit is moved aside as\n.Pa state.sqlite.damaged ,\nthe items of the archive in the output folder and the store files at their keys\n(or the manifest's) are adopted as thumbpipe's own, and every item is made\nagain, since nothing proves what made those outputs."
+            )
         ) { $0.flags.rebuildState = true },
         .option(
             ["--sandbox"], "MODE",
-            "how workers are confined before reading a source:\nrequired, auto (default: what the kernel offers)\nor off (see 'Sandbox' in docs/GUIDE.md)"
+            "how workers are confined before reading a source:\nrequired, auto (default: what the kernel offers)\nor off (see 'Sandbox' in docs/GUIDE.md)",
+            docs: OptionDocumentation(
+                "how workers are confined", .choices(["required", "auto", "off"]),
+                "How workers are confined before they read a source:\n.Cm required\n(both Landlock and seccomp, or exit 70),\n.Cm auto\n(what the kernel offers; the default) or\n.Cm off .\nSee\n.Sx SANDBOX ."
+            )
         ) {
             $0.flags.sandbox = try choice(
                 "--sandbox", $1, Dictionary(uniqueKeysWithValues: SandboxMode.allCases.map { ($0.rawValue, $0) }),
@@ -158,11 +233,19 @@ public struct RunOptionDescription: Sendable {
         },
         .option(
             ["--shard"], "K/N",
-            "do only the items whose itemKey hashes to shard K of N\n(0 ≤ K < N), as a partial output for 'thumbpipe merge'"
+            "do only the items whose itemKey hashes to shard K of N\n(0 ≤ K < N), as a partial output for 'thumbpipe merge'",
+            docs: OptionDocumentation(
+                "only shard K of N", .free("K/N"),
+                "Only the items whose item key hashes to shard\n.Ar K\nof\n.Ar N ,\nas a partial output for\n.Cm merge ."
+            )
         ) { $0.flags.shard = try Shard(parsing: $1) },
         .option(
             ["--run-id"], "ID",
-            "with --shard: the run this part belongs to (e.g. a\nSlurm job ID), recorded for 'merge --run-id ID'"
+            "with --shard: the run this part belongs to (e.g. a\nSlurm job ID), recorded for 'merge --run-id ID'",
+            docs: OptionDocumentation(
+                "the run this part belongs to", .free("id"),
+                "With\n.Fl -shard :\nthe run this part belongs to (a Slurm job ID, a Kubernetes job name), recorded for\n.Cm merge Fl -run-id ."
+            )
         ) { $0.flags.runId = try RunIdentity.parse($1) },
     ]
 

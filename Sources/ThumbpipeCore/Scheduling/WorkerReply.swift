@@ -114,11 +114,9 @@ struct WorkerReply: Sendable {
         guard info.size > 0, info.size <= maxStoreBytes else {
             throw refused("a store file of \(info.size) bytes")
         }
-        var whole = [UInt8](repeating: 0, count: Int(info.size))
-        guard (try? store.read(into: &whole, at: 0)) == Int(info.size) else {
-            throw refused("a store file that could not be read whole")
-        }
-        let bytes = Data(whole)
+        var bytes = Data(count: Int(info.size))
+        let read = bytes.withUnsafeMutableBytes { try? store.read(into: $0, at: 0) }
+        guard read == Int(info.size) else { throw refused("a store file that could not be read whole") }
         let expected =
             settings.store.orientation == .rotate ? header.uprightSize : (width: header.width, height: header.height)
         let problem = bytes.withUnsafeBytes {
