@@ -54,7 +54,7 @@ public enum ArchiveInput {
             items.append(item)
         }
         let mtime =
-            FileInfo(path: path)?.modificationDate ?? Date(timeIntervalSince1970: 0)
+            FileInfo(path: path)?.referenceModificationDate ?? Date(timeIntervalSince1970: 0)
         return Result(
             manifest: Manifest(path: path, items: items, warnings: [], modificationDate: mtime), keptThumbnails: kept,
             legacyThumbnails: legacy)

@@ -46,7 +46,7 @@ public struct Manifest: Sendable {
             ThumbpipeError(.noInput, "\(path): cannot open manifest: \(reason)")
         }
         let info = FileInfo(path: path)
-        let mtime = info?.modificationDate ?? Date(timeIntervalSince1970: 0)
+        let mtime = info?.referenceModificationDate ?? Date(timeIntervalSince1970: 0)
         // A device, a socket (/dev/null, /dev/tty): not a manifest file, whatever its name.
         if let info, info.kind == .other, type.isEmpty || !["jsonl", "ndjson"].contains(type) {
             throw ThumbpipeError(

@@ -194,6 +194,16 @@ public struct FileInfo: Sendable, Equatable {
         let (seconds, nanoseconds) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
     }
+
+    /// The modification time as Foundation's `FileManager` gives it (counted from
+    /// 2001, its reference date, which can differ from ``modificationDate`` in the
+    /// last bit): a manifest's and an input archive's date, which archives have
+    /// recorded so since the first release, so an item dated by them keeps its bytes.
+    public var referenceModificationDate: Date {
+        let (seconds, nanoseconds) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return Date(
+            timeIntervalSinceReferenceDate: Double(seconds - 978_307_200) + Double(nanoseconds) / 1_000_000_000)
+    }
 }
 
 extension FileInfo {
