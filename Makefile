@@ -178,7 +178,10 @@ bench: deps
 	@# The products the benchmark runs (a plain release build would also build the test support, which needs Swift Testing).
 	$(SWIFT) build $(RELEASE_FLAGS) --product thumbpipe
 	$(SWIFT) build $(RELEASE_FLAGS) --product store-floor
-	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 5 --memory --incremental
+	@test -f /usr/include/turbojpeg.h || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libturbojpeg0-dev; }
+	cc -O2 -Wall -o Benchmarks/work/codec-floor Benchmarks/CodecFloor/codec-floor.c -lturbojpeg
+	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 5 --memory --incremental \
+	  --peers thumbpipe,codec-floor,libvips-path,pyvips-floor,floor,pyvips,vips-cli,magick
 	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
 	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
 

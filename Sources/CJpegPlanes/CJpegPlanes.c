@@ -183,7 +183,7 @@ typedef struct {
     int in_made, out_made;
     unsigned char *bands;        // every band buffer, one allocation
     unsigned char *planes;       // a turned source's whole 4:2:0 planes, one allocation
-    int64_t decode_ns, encode_ns;
+    int64_t decode_ns, colour_ns, encode_ns;
 } Work;
 
 static int refuse(char *error, size_t size, const char *why) {
@@ -341,6 +341,114 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     result->size = (unsigned long)(w->sink.capacity - w->sink.pub.free_in_buffer);
 }
 
+// Fills `band` (rows of `UW × 3` bytes) with upright rows [row0, row0 + rows)
+// of a `w × h` RGB image turned by EXIF orientation `o`, as gather does for a plane.
+static void gather_rgb(const unsigned char *in, int w, int h, int o, int row0, int rows, unsigned char *const *band) {
+    const int swap = o >= 5, uw = swap ? h : w, uh = swap ? w : h;
+    const size_t s = (size_t)w * 3;
+    for (int i = 0; i < rows; i++) {
+        const int y = row0 + i < uh ? row0 + i : uh - 1;
+        unsigned char *out = band[i];
+        if (o == 1 || o == 4) {
+            memcpy(out, in + (size_t)(o == 1 ? y : h - 1 - y) * s, s);
+            continue;
+        }
+        for (int x = 0; x < uw; x++) {
+            int sx, sy;
+            switch (o) {
+            case 2: sx = w - 1 - x, sy = y; break;
+            case 3: sx = w - 1 - x, sy = h - 1 - y; break;
+            case 5: sx = y, sy = x; break;
+            case 6: sx = y, sy = h - 1 - x; break;
+            case 7: sx = w - 1 - y, sy = h - 1 - x; break;
+            default: sx = w - 1 - y, sy = x; break; // 8
+            }
+            memcpy(out + (size_t)x * 3, in + (size_t)sy * s + (size_t)sx * 3, 3);
+        }
+    }
+}
+
+// The converting path: RGB scanlines a band at a time, turned to sRGB in place,
+// tapped, and encoded from RGB (libjpeg's own YCbCr conversion and 4:2:0
+// downsampling, as libvips's encoder has them); a turned source is held whole.
+static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
+    struct jpeg_decompress_struct *in = &w->in;
+    const int W = (int)in->image_width, H = (int)in->image_height;
+    const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
+    const int encode = job->quality > 0, swap = o >= 5, whole = encode && o != 1;
+    const int UW = swap ? H : W, UH = swap ? W : H;
+    const size_t row_bytes = (size_t)W * 3;
+    enum { BAND = 16 };
+    // The band's rows (the whole image's for a turned source), and one band of upright rows to encode.
+    w->planes = malloc(row_bytes * (size_t)(whole ? H : BAND) + 64);
+    w->bands = whole ? malloc((size_t)UW * 3 * BAND + 64) : NULL;
+    if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
+    if (encode) {
+        struct jpeg_compress_struct *out = &w->out;
+        out->err = &w->errors.pub;
+        jpeg_create_compress(out);
+        w->out_made = 1;
+        w->sink.capacity = (size_t)UW * UH / 8 + 65536;
+        w->sink.data = malloc(w->sink.capacity);
+        if (!w->sink.data) stop((j_common_ptr)out, "out of memory for the store's bytes");
+        w->sink.pub.init_destination = sink_init;
+        w->sink.pub.empty_output_buffer = sink_grow;
+        w->sink.pub.term_destination = sink_term;
+        out->dest = &w->sink.pub;
+        out->image_width = (JDIMENSION)UW;
+        out->image_height = (JDIMENSION)UH;
+        out->input_components = 3;
+        out->in_color_space = JCS_RGB;
+        jpeg_set_defaults(out); // YCbCr at 4:2:0, baseline, libjpeg's tables
+        jpeg_set_quality(out, job->quality, TRUE);
+        out->dct_method = JDCT_ISLOW;
+        out->optimize_coding = job->optimize_coding ? TRUE : FALSE;
+        jpeg_start_compress(out, TRUE);
+    }
+    JSAMPROW rows[BAND];
+    while (in->output_scanline < in->output_height) {
+        const int r = (int)in->output_scanline, want = BAND < H - r ? BAND : H - r;
+        for (int i = 0; i < want; i++) rows[i] = w->planes + row_bytes * (size_t)(whole ? r + i : i);
+        int64_t start = now_ns();
+        int got = 0;
+        while (got < want) {
+            const int n = (int)jpeg_read_scanlines(in, rows + got, (JDIMENSION)(want - got));
+            if (n <= 0) stop((j_common_ptr)in, "the decoder gave a short band");
+            got += n;
+        }
+        int64_t t = now_ns();
+        w->decode_ns += t - start;
+        for (int i = 0; i < got; i++) CThumbKernels_shaper_rgb(job->shaper, rows[i], (size_t)W);
+        start = now_ns();
+        w->colour_ns += start - t;
+        if (job->tap && CThumbKernels_tap_add_rgb_rows(job->tap, r, got, rows, W))
+            stop((j_common_ptr)in, "the tap refused the rows");
+        t = now_ns();
+        w->decode_ns += t - start;
+        if (encode && !whole) {
+            if ((int)jpeg_write_scanlines(&w->out, rows, (JDIMENSION)got) != got)
+                stop((j_common_ptr)&w->out, "the encoder took a short band");
+            w->encode_ns += now_ns() - t;
+        }
+    }
+    jpeg_finish_decompress(in);
+    if (!encode) return;
+    int64_t start = now_ns();
+    if (whole) {
+        JSAMPROW upright[BAND];
+        for (int i = 0; i < BAND; i++) upright[i] = w->bands + (size_t)UW * 3 * (size_t)i;
+        for (int row = 0; row < UH; row += BAND) {
+            const int n = BAND < UH - row ? BAND : UH - row;
+            gather_rgb(w->planes, W, H, o, row, n, upright);
+            if ((int)jpeg_write_scanlines(&w->out, upright, (JDIMENSION)n) != n)
+                stop((j_common_ptr)&w->out, "the encoder took a short band");
+        }
+    }
+    jpeg_finish_compress(&w->out);
+    w->encode_ns += now_ns() - start;
+    result->size = (unsigned long)(w->sink.capacity - w->sink.pub.free_in_buffer);
+}
+
 int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPlanesJob *job,
                           CJpegPlanesResult *result, char *error, size_t error_size) {
     memset(result, 0, sizeof *result);
@@ -375,10 +483,16 @@ int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPla
         refuse(error, error_size, "the size differs from the header's");
         goto done;
     }
-    w->in.raw_data_out = TRUE;
     w->in.dct_method = JDCT_ISLOW;
-    jpeg_start_decompress(&w->in);
-    run(w, job, result);
+    if (job->shaper) {
+        w->in.out_color_space = JCS_RGB;
+        jpeg_start_decompress(&w->in);
+        run_rgb(w, job, result);
+    } else {
+        w->in.raw_data_out = TRUE;
+        jpeg_start_decompress(&w->in);
+        run(w, job, result);
+    }
     status = 0;
 done:
     if (w->in_made) jpeg_destroy_decompress(&w->in);
@@ -386,6 +500,7 @@ done:
     free(w->bands);
     free(w->planes);
     result->decode_ns = w->decode_ns;
+    result->colour_ns = w->colour_ns;
     result->encode_ns = w->encode_ns;
     if (status == 0 && job->quality > 0) {
         result->jpeg = w->sink.data;

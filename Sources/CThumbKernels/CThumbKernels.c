@@ -437,6 +437,24 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
     return 0;
 }
 
+int CThumbKernels_tap_add_rgb_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *rows, int width) {
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    if (tap->bands != 3 || first < 0 || count < 0 || x1 > width || x0 < 0) {
+        vips_error("tap", "%s", "RGB rows feed a 3-band tap, at least as wide as its columns");
+        return -1;
+    }
+    g_mutex_lock(&tap->lock);
+    for (int i = 0; i < count && first + i < tap->height; i++) {
+        const int row = first + i, oy = tap_block_row(tap, row);
+        if (oy < 0 || tap->rows_done[row]) continue;
+        tap->rows_done[row] = 1;
+        tap_add_row3(tap, rows[i], row, oy);
+    }
+    g_mutex_unlock(&tap->lock);
+    return 0;
+}
+
 // The window's block means so far, newly allocated: premultiplied RGBA floats
 // on 0…255, bw × bh.
 static float *tap_means(CThumbKernelsTap *tap) {
@@ -552,12 +570,13 @@ int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out) {
 // value to linear light, one 3×3 matrix (source colorants to sRGB's, both in
 // the D50 PCS), and one table from linear light (in CTHUMBKERNELS_SHAPER_STEPS
 // steps) back to 8-bit sRGB.
-typedef struct {
+struct CThumbKernelsShaper {
     // terms[out][in][v]: matrix[out][in] × linear[in][v], scaled so that the sum
     // of a row's three terms >> 8 is an index into `encode`.
     gint32 terms[3][3][256];
     guint8 encode[CTHUMBKERNELS_SHAPER_STEPS];
-} Shaper;
+};
+typedef struct CThumbKernelsShaper Shaper;
 
 // The encode table's index for a sum (8 fraction bits): rounded, clipped to the
 // table (out of sRGB's gamut: clipped per channel, as lcms does).
@@ -594,23 +613,12 @@ static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolea
     return 0;
 }
 
-int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
-                             const unsigned char *encode) {
-    const int bands = vips_image_get_bands(in);
-    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || (bands != 3 && bands != 4)) {
-        vips_error("shaper", "%s", "needs an 8-bit RGB or RGBA image");
-        return -1;
-    }
-    Shaper *shaper = g_new(Shaper, 1);
+CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode) {
     // A term is at most |entry| × 16383 × 256: three of them stay far inside
     // 32 bits for entries up to ±10 (real colorants give ±2 at most).
-    for (int i = 0; i < 9; i++) {
-        if (!(fabsf(matrix[i]) <= 10.0f)) {
-            g_free(shaper);
-            vips_error("shaper", "%s", "matrix out of range");
-            return -1;
-        }
-    }
+    for (int i = 0; i < 9; i++)
+        if (!(fabsf(matrix[i]) <= 10.0f)) return NULL;
+    Shaper *shaper = g_new(Shaper, 1);
     for (int o = 0; o < 3; o++)
         for (int c = 0; c < 3; c++)
             for (int v = 0; v < 256; v++) {
@@ -622,6 +630,36 @@ int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *li
                     (gint32)lrint((double)matrix[o * 3 + c] * l * (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
             }
     memcpy(shaper->encode, encode, sizeof shaper->encode);
+    return shaper;
+}
+
+void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
+
+void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *s, unsigned char *rgb, size_t count) {
+    const gint32 *restrict rr = s->terms[0][0], *restrict rg = s->terms[0][1], *restrict rb = s->terms[0][2];
+    const gint32 *restrict gr = s->terms[1][0], *restrict gg = s->terms[1][1], *restrict gb = s->terms[1][2];
+    const gint32 *restrict br = s->terms[2][0], *restrict bg = s->terms[2][1], *restrict bb = s->terms[2][2];
+    const guint8 *restrict encode = s->encode;
+    for (size_t x = 0; x < count; x++, rgb += 3) {
+        const int red = rgb[0], green = rgb[1], blue = rgb[2];
+        rgb[0] = encode[shaper_index(rr[red] + rg[green] + rb[blue])];
+        rgb[1] = encode[shaper_index(gr[red] + gg[green] + gb[blue])];
+        rgb[2] = encode[shaper_index(br[red] + bg[green] + bb[blue])];
+    }
+}
+
+int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
+                             const unsigned char *encode) {
+    const int bands = vips_image_get_bands(in);
+    if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || (bands != 3 && bands != 4)) {
+        vips_error("shaper", "%s", "needs an 8-bit RGB or RGBA image");
+        return -1;
+    }
+    Shaper *shaper = CThumbKernels_shaper_new(linear, matrix, encode);
+    if (!shaper) {
+        vips_error("shaper", "%s", "matrix out of range");
+        return -1;
+    }
     VipsImage *image;
     if (strip_image(in, &image, shaper_generate, shaper)) {
         g_free(shaper);

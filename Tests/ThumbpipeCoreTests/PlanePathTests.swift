@@ -50,8 +50,10 @@ struct PlanePathTests {
         let lower = path.lowercased()
         guard lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") else { return false }
         guard let header = try? Decode(limits: PipelineSettings().limits).header(of: path) else { return false }
-        let plan = DecodePlan.choose(for: header, canvasWidth: 80, canvasHeight: 80)
-        return StorePath.choose(for: header, plan: plan, store: PipelineSettings.Store()) == .planes
+        return ItemPlan.make(
+            header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
+            planes: true
+        ).store == .planes
     }
 
     /// For each source, the plane path's store against libvips's, both against the
@@ -156,10 +158,12 @@ struct PlanePathTests {
         // Arithmetic coding: libvips's path.
         let arithmetic = try Self.sampled(Self.sources.jpeg, sampling: "2x2", orientation: 1, options: ["-arithmetic"])
         #expect(try Self.store(arithmetic, planes: true).path == .libvips)
-        // CMYK, Adobe RGB, an XYB (jpegli) and a truncated JPEG: libvips's path (or its failure), never planes.
+        // CMYK and an XYB (jpegli, a LUT profile): libvips's path, never planes; Adobe RGB converted on them.
+        #expect(
+            try Self.store(TestPaths.fixture("edge/icc-adobergb-photo_Canon-EOS-7D.jpg"), planes: true).path
+                == .planesConverted)
         for relative in [
-            "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", "edge/icc-adobergb-photo_Canon-EOS-7D.jpg",
-            "edge/icc-xyb-jpegli_sample-xyb.jpg",
+            "edge/cmyk-swop-icc_Channel_digital_image_CMYK_color.jpg", "edge/icc-xyb-jpegli_sample-xyb.jpg",
         ] {
             let store = try Self.store(TestPaths.fixture(relative), planes: true)
             #expect(store.path == .libvips, "\(relative)")
@@ -251,12 +255,18 @@ extension PlanePathTests {
     func boundedInput() throws {
         var header = try Decode(limits: PipelineSettings().limits).header(
             of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
-        let plan = DecodePlan.tap(factor: 19)
-        #expect(StorePath.readsPlanes(header, plan: plan))
+        func plan() -> ItemPlan {
+            ItemPlan.make(
+                header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
+                planes: true)
+        }
+        #expect(plan().thumbnailOnPlanes && plan().store == .planes)
         header.width = 8000
         header.height = 4000
-        #expect(!StorePath.readsPlanes(header, plan: plan), "32 Mpx")
-        #expect(!StorePath.readsPlanes(header, plan: .once))
+        #expect(!plan().thumbnailOnPlanes && plan().store == .libvips("over 30 Mpx"), "32 Mpx")
+        header.width = 200
+        header.height = 200
+        #expect(plan().decode == .once && plan().store == .libvips("too small to shrink on load"))
         // A JPEG followed by 65 MB of padding: the same pixels, on libvips.
         let padded = TestPaths.temporaryFolder("padded") + "/p.jpg"
         var bytes = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Nikon-D3100.jpg")))

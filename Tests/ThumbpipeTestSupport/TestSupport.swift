@@ -103,8 +103,12 @@ public struct DecodedTestImage: Sendable {
     /// 8-bit samples, row by row, `bands` per pixel.
     public var pixels: [UInt8]
 
-    /// Decodes a file through libvips (fail_on=error), optionally applying its EXIF orientation.
-    public static func load(_ path: String, autorotate: Bool = false, failOn: Int32 = 2) throws -> DecodedTestImage {
+    /// Decodes a file through libvips (fail_on=error), optionally applying its EXIF
+    /// orientation, and with `lcms` converted from its embedded profile to sRGB by lcms
+    /// (libvips's `icc_transform`, relative intent): the reference a store is held to.
+    public static func load(_ path: String, autorotate: Bool = false, failOn: Int32 = 2, lcms: Bool = false) throws
+        -> DecodedTestImage
+    {
         try LibVips.start()
         var image: UnsafeMutablePointer<VipsImage>? = nil
         guard CVipsShim_load(path, 1, 1, failOn, 0, &image) == 0, var current = image else {
@@ -116,6 +120,14 @@ public struct DecodedTestImage: Sendable {
             cString: vips_enum_nick(
                 vips_interpretation_get_type(), Int32(vips_image_get_interpretation(current).rawValue)))
         defer { CVipsShim_unref(current) }
+        if lcms {
+            var converted: UnsafeMutablePointer<VipsImage>? = nil
+            guard CVipsShim_icc_to_srgb(current, &converted, "srgb") == 0, let converted else {
+                throw TestImageError(message: "icc_transform failed: \(errorText())")
+            }
+            CVipsShim_unref(current)
+            current = converted
+        }
         if autorotate {
             var rotated: UnsafeMutablePointer<VipsImage>? = nil
             guard CVipsShim_autorot(current, &rotated) == 0, let rotated else {

@@ -6,8 +6,11 @@
 // libjpeg-turbo's raw-data calls decode the planes as they are stored and
 // encode from planes, so the store is made from the source's own samples, a
 // band of rows at a time (an upright source holds no image in memory), and the
-// thumbnail tap reads the same bands. The caller falls back to libvips on any
-// error here (the function returns 0, or -1 with a reason in `error`).
+// thumbnail tap reads the same bands. A JPEG in another RGB matrix/TRC profile
+// (Display P3, Adobe RGB) is decoded to RGB a band at a time instead, each band
+// converted to sRGB in place (the tables libvips's path uses), tapped, and
+// encoded from RGB as libvips's encoder does. The caller falls back to libvips
+// on any error here (the function returns 0, or -1 with a reason in `error`).
 #ifndef CJPEGPLANES_H
 #define CJPEGPLANES_H
 
@@ -27,6 +30,8 @@ typedef struct {
     int optimize_coding;
     /// Filled from the decoded planes when not NULL (a 3-band tap of `width × height`).
     CThumbKernelsTap *tap;
+    /// When not NULL, the source's profile to sRGB: decoded to RGB, converted, re-encoded.
+    const CThumbKernelsShaper *shaper;
 } CJpegPlanesJob;
 
 /// What was made.
@@ -34,9 +39,10 @@ typedef struct {
     /// The store file's bytes (free with CJpegPlanes_free_buffer), NULL without a store.
     unsigned char *jpeg;
     unsigned long size;
-    /// Nanoseconds decoding (the tap and the chroma's downsampling included) and
-    /// encoding (turning the planes upright included); the two interleave.
-    int64_t decode_ns, encode_ns;
+    /// Nanoseconds decoding (the tap and the chroma's downsampling included),
+    /// converting colour (with a shaper) and encoding (turning the planes
+    /// upright included); the three interleave.
+    int64_t decode_ns, colour_ns, encode_ns;
 } CJpegPlanesResult;
 
 /// Decodes `jpeg` (the file's bytes) band by band, feeds `job->tap`, and with

@@ -52,6 +52,11 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
                                      unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift,
                                      int y_width, int c_width);
 
+/// Adds rows [first, first + count) of an 8-bit RGB image to a 3-band tap, in
+/// order, top to bottom: `rows[i]` is row `first + i`, `width` pixels (3 bytes
+/// each) long. Rows narrower than the tap's columns are refused (-1), never read past.
+int CThumbKernels_tap_add_rgb_rows(CThumbKernelsTap *tap, int first, int count, unsigned char *const *rows, int width);
+
 /// The tap's resample (as made): premultiplied RGBA floats on 0…255, `rw × rh × 4`
 /// of them, into `out`.
 int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out);
@@ -67,6 +72,20 @@ int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out);
 /// holds its own copy of the tables.
 int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
                                  const unsigned char *encode);
+
+/// The tables of CThumbKernels_shaper_to_srgb, built once, to convert rows of
+/// pixels outside libvips (the plane path's decoded bands).
+typedef struct CThumbKernelsShaper CThumbKernelsShaper;
+
+/// The tables for `linear`, `matrix` and `encode` (as CThumbKernels_shaper_to_srgb
+/// takes them); NULL when a matrix entry is past ±10 (a crafted profile).
+CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode);
+
+void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper);
+
+/// Converts `count` 8-bit RGB pixels (3 bytes each) to sRGB in place, exactly
+/// as CThumbKernels_shaper_to_srgb converts them.
+void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);
 
 /// A counter of nanoseconds that pipeline timers add to. The caller owns one reference.
 typedef struct CThumbKernelsClock CThumbKernelsClock;

@@ -70,6 +70,13 @@ public struct AspectFillScale: Sendable {
         }
     }
 
+    /// The aspect fill's scale: what an upright `width × height` image is scaled by
+    /// to cover a `canvasWidth × canvasHeight` canvas. The one place it is
+    /// computed: the decode plan's tap factor, shrink-on-load and the crop all take it.
+    static func coverRatio(canvasWidth: Int, canvasHeight: Int, width: Double, height: Double) -> Double {
+        max(Double(canvasWidth) / width, Double(canvasHeight) / height)
+    }
+
     /// Where the aspect fill of a `fullWidth × fullHeight` source (stored
     /// orientation) lands: the scale that covers the canvas (relative to the
     /// source) and, in the scaled image, the crop that the upright centred
@@ -80,7 +87,7 @@ public struct AspectFillScale: Sendable {
         let swap = orientation >= 5
         let cropWidth = swap ? height : width
         let cropHeight = swap ? width : height
-        let ratio = max(Double(cropWidth) / w, Double(cropHeight) / h)
+        let ratio = Self.coverRatio(canvasWidth: width, canvasHeight: height, width: swap ? h : w, height: swap ? w : h)
         let targetWidth = max(cropWidth, Int((w * ratio).rounded()))
         let targetHeight = max(cropHeight, Int((h * ratio).rounded()))
         let (left, top) = Self.storedCropOrigin(

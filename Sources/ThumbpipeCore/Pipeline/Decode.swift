@@ -17,10 +17,15 @@ public struct SourceHeader: Sendable, Codable {
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
     var shrink: LoadShrink
-    /// An 8-bit, 3-band JPEG in sRGB or untagged (a YCbCr JPEG, as libvips reads
-    /// it): one whose outputs are made through its planes (``StorePath``) when
-    /// libjpeg finds its sampling one the plane path takes.
-    var sRGBJPEG = false
+    /// A JPEG's colour, as the plane path sees it (nil for other formats).
+    var jpegColour: JPEGColour?
+    /// The conversion of a JPEG in an RGB matrix/TRC profile to sRGB: the worker's
+    /// own, never sent (a reply's header carries ``jpegColour`` only).
+    var conversion: ShaperConversion?
+
+    enum CodingKeys: String, CodingKey {
+        case width, height, orientation, format, dateTimeOriginal, hasAlpha, shrink, jpegColour
+    }
 
     /// Width and height as the image displays (orientations 5–8 swap them).
     public var uprightSize: (width: Int, height: Int) {
@@ -95,7 +100,7 @@ public struct Decode: Sendable {
         if let loaded = ImageFormat(loader: loaderName), !allowed.contains(loaded) { throw Self.notAllowed(loaded) }
         let format = Self.formatName(loader: loaderName)
         let image = try load(source, shrink: 1, scale: 1, format: format)
-        let header = SourceHeader(
+        var header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
             dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap {
                 ISO8601.parseEXIF(
@@ -103,9 +108,8 @@ public struct Decode: Sendable {
             },
             hasAlpha: image.hasAlpha,
             shrink: loaderName.withCString { LoadShrink(loader: $0) },
-            sRGBJPEG: format == "JPEG" && image.bands == 3 && image.format == VIPS_FORMAT_UCHAR
-                && image.interpretation == VIPS_INTERPRETATION_sRGB
-                && (image.withProfile { ICCProfile($0)?.isSRGB } ?? !image.has(VIPS_META_ICC_NAME)))
+            jpegColour: nil)
+        if format == "JPEG" { (header.jpegColour, header.conversion) = JPEGColour.of(image) }
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
             throw ItemFailure(
@@ -122,7 +126,9 @@ public struct Decode: Sendable {
         throws(ItemFailure) -> DecodedImage
     {
         let upright = header.uprightSize
-        let ratio = max(Double(canvasWidth) / Double(upright.width), Double(canvasHeight) / Double(upright.height))
+        let ratio = AspectFillScale.coverRatio(
+            canvasWidth: canvasWidth, canvasHeight: canvasHeight, width: Double(upright.width),
+            height: Double(upright.height))
         let shrink = 1 / ratio
         var jpegShrink: Int32 = 1
         var scale = 1.0
@@ -276,5 +282,35 @@ public struct Decode: Sendable {
     static func formatName(loader: String) -> String {
         guard let format = ImageFormat(loader: loader), format != .magick else { return "image" }
         return format.displayName
+    }
+}
+
+/// A JPEG's colour, as the plane path sees it: sRGB (or untagged) pixels are
+/// stored from its planes as they are; an RGB matrix/TRC profile (Display P3,
+/// Adobe RGB, ProPhoto, an "sRGB" whose numbers are not) is converted on the
+/// way; anything else is libvips's, for the reason given.
+enum JPEGColour: Sendable, Codable, Equatable {
+    case sRGB
+    case matrix
+    case other(String)
+
+    /// What `image` (a JPEG's header, as libvips reads it) is, and the
+    /// conversion a matrix/TRC profile takes.
+    static func of(_ image: VImage) -> (JPEGColour, ShaperConversion?) {
+        if image.interpretation == VIPS_INTERPRETATION_CMYK { return (.other("CMYK"), nil) }
+        guard image.format == VIPS_FORMAT_UCHAR else { return (.other("more than 8 bits"), nil) }
+        guard image.bands == 3, image.interpretation == VIPS_INTERPRETATION_sRGB else {
+            return (.other(image.bands == 1 ? "grey" : "\(image.bands) bands"), nil)
+        }
+        guard image.has(VIPS_META_ICC_NAME) else { return (.sRGB, nil) }
+        let found: (JPEGColour, ShaperConversion?)? = image.withProfile { bytes in
+            guard let profile = ICCProfile(bytes) else { return (.other("an unreadable profile"), nil) }
+            if profile.isSRGB { return (.sRGB, nil) }
+            guard let conversion = ShaperConversion(profile: profile) else {
+                return (.other("a profile that is not RGB matrix/TRC"), nil)
+            }
+            return (.matrix, conversion)
+        }
+        return found ?? (.other("an unreadable profile"), nil)
     }
 }

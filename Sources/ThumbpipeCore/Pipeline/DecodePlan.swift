@@ -3,7 +3,7 @@ import Foundation
 /// How one item's source is decoded, by its size against the canvas: tapped
 /// while streaming, held once in memory, or decoded twice. Which decoder serves
 /// a tap (a YCbCr JPEG's planes or libvips) and how the store is made are
-/// ``StorePath``'s decisions, taken in ``ItemJobRunner`` from this plan.
+/// ``ItemPlan``'s decisions, which hold this plan too.
 ///
 /// Every plan decodes the source's own pixels for the thumbnail; none reads
 /// the store file back, so a thumbnail depends on the source and the
@@ -28,7 +28,9 @@ public enum DecodePlan: Sendable, Equatable {
     /// The plan for a source of `header` on a `canvasWidth × canvasHeight` canvas.
     public static func choose(for header: SourceHeader, canvasWidth: Int, canvasHeight: Int) -> DecodePlan {
         let upright = header.uprightSize
-        let ratio = max(Double(canvasWidth) / Double(upright.width), Double(canvasHeight) / Double(upright.height))
+        let ratio = AspectFillScale.coverRatio(
+            canvasWidth: canvasWidth, canvasHeight: canvasHeight, width: Double(upright.width),
+            height: Double(upright.height))
         let factor = Int((1 / ratio / 2).rounded(.down))
         if factor >= 2 { return .tap(factor: factor) }
         return header.width * header.height <= inMemoryLimit ? .once : .twice

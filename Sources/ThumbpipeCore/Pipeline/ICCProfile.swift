@@ -97,7 +97,7 @@ struct ICCProfile {
     // MARK: Matrix/TRC profiles
 
     /// A tone curve (`curv` or `para`), mapping a device value 0…1 to linear light.
-    enum ToneCurve: Equatable {
+    enum ToneCurve: Equatable, Sendable {
         case gamma(Double)
         case table([UInt16])
         /// ICC parametric function type 0–4 and its parameters g, a, b, c, d, e, f.
@@ -177,7 +177,7 @@ struct ICCProfile {
 /// lcms's relative-intent transform from a matrix/TRC profile to libvips's
 /// sRGB computes, at a fraction of its cost (a 22 Mpx Display P3 photo spent
 /// longer in lcms than in its JPEG decode and encode together).
-struct ShaperConversion {
+struct ShaperConversion: Sendable {
     /// 3 × 256 linear-light values, one table per source channel.
     var linear: [Float]
     /// Source linear RGB to sRGB linear RGB, row-major.
@@ -205,6 +205,18 @@ struct ShaperConversion {
         self.init(profile: profile)
     }
 
+    /// The tables as a row converter for the plane path (free it with
+    /// `CThumbKernels_shaper_free`); nil when the matrix is out of range.
+    func makeShaper() -> OpaquePointer? {
+        linear.withUnsafeBufferPointer { linear in
+            matrix.withUnsafeBufferPointer { matrix in
+                target.encode.withUnsafeBufferPointer { encode in
+                    CThumbKernels_shaper_new(linear.baseAddress, matrix.baseAddress, encode.baseAddress)
+                }
+            }
+        }
+    }
+
     /// Converts `image` (8-bit RGB or RGBA in the source profile) to sRGB.
     func apply(_ image: VImage) throws -> VImage {
         try linear.withUnsafeBufferPointer { linear in
@@ -220,7 +232,7 @@ struct ShaperConversion {
 
     /// libvips's own sRGB profile, the one `icc_transform` to "srgb" uses:
     /// XYZ to its linear RGB, and linear light to 8-bit values (its curve inverted).
-    struct Target {
+    struct Target: Sendable {
         var fromXYZ: [Double]
         var encode: [UInt8]
         /// Its linear RGB to D50 XYZ and its tone curve, what ``ICCProfile/isSRGB`` compares with.

@@ -76,6 +76,12 @@ public struct ItemOutcome: Sendable, Codable {
     var confinement: Sandbox.Confinement?
     /// How the store file was made (when one was).
     public var storePath: StorePath?
+    /// Why a JPEG's store file was made by libvips (the plan's reason, or libjpeg's refusal).
+    public var storeReason: String?
+
+    /// The route the report groups the item's time by: `planes`, `planes, converted`,
+    /// `libvips`, or for a JPEG `libvips: ` and why.
+    var storeRoute: String? { storePath.map { $0.rawValue + (storeReason.map { ": " + $0 } ?? "") } }
 
     /// An outcome that is only a failure.
     public init(failure: ItemFailure) { self.failure = failure }
@@ -157,31 +163,33 @@ public struct ItemJobRunner: Sendable {
         spans: inout Spans
     ) throws {
         let job = Job(job: job, storeFile: storeFile)
-        let plan = DecodePlan.choose(
-            for: header, canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height)
+        let plan = ItemPlan.make(
+            header: header, makeStore: job.makeStore, canvasWidth: thumbnailer.scale.width,
+            canvasHeight: thumbnailer.scale.height, store: settings.store, planes: planes)
+        if case .libvips(let reason) = plan.store { outcome.storeReason = reason }
         outcome.decoded = true
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.
         let clocks = PipelineClocks()
         do {
-            switch plan {
-            case .tap(let factor) where planes && StorePath.readsPlanes(header, plan: plan):
+            switch plan.decode {
+            case .tap(let factor) where plan.thumbnailOnPlanes:
                 // The thumbnail comes from the planes whatever the store's settings (so it never
                 // depends on them); the store too, unless its settings need libvips.
-                let storeOnPlanes =
-                    job.makeStore && StorePath.choose(for: header, plan: plan, store: settings.store) == .planes
-                if try planeItem(
+                let storeOnPlanes = plan.store == .planes || plan.store == .planesConverted
+                if let refused = try planeItem(
                     job, source: path, header: header, factor: factor, writesStore: storeOnPlanes, outcome: &outcome,
                     spans: &spans)
                 {
-                    if job.makeStore && !storeOnPlanes {
-                        try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
-                            try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
-                        }
+                    // A change of plan, recorded: libvips for both, the attempt's time kept.
+                    outcome.storeReason = refused
+                    try tapThenStore(
+                        job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome,
+                        spans: &spans)
+                } else if job.makeStore && !storeOnPlanes {
+                    try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
+                        try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                     }
-                    break
                 }
-                try tapThenStore(
-                    job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
             case .tap(let factor):
                 try tapThenStore(
                     job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
@@ -236,33 +244,32 @@ public struct ItemJobRunner: Sendable {
     }
 
     /// The tap plan through the JPEG's planes: the thumbnail's blocks read from
-    /// them, and with `writesStore` the store file encoded from them
-    /// (``StorePath/planes``). False, with nothing done, when the planes cannot be
-    /// had (the caller then takes libvips for both).
+    /// them (or from its bands converted to sRGB), and with `writesStore` the
+    /// store file encoded from them (``StorePath/planes``,
+    /// ``StorePath/planesConverted``). When libjpeg refuses the source, nothing
+    /// is made and the reason is returned (the caller then takes libvips for
+    /// both); the attempt's time stays in `spans`.
     private func planeItem(
         _ job: Job, source: SourceBytes, header: SourceHeader, factor: Int, writesStore: Bool,
         outcome: inout ItemOutcome, spans: inout Spans
-    ) throws -> Bool {
-        guard job.makeThumbnail || writesStore else { return true }
-        var attempt = Spans()
-        guard
-            let made = try JpegPlaneStore(store: store).write(
-                source, header: header, into: writesStore ? job.storeFile : nil,
-                tap: { width, height in
-                    guard job.makeThumbnail else { return nil }
-                    return try thumbnailer.scale.tap(
-                        width: width, height: height, bands: 3, factor: factor, orientation: header.orientation)
-                }, spans: &attempt)
-        else { return false }
-        spans.append(attempt)
+    ) throws -> String? {
+        guard job.makeThumbnail || writesStore else { return nil }
+        let made = try JpegPlaneStore(store: store).write(
+            source, header: header, into: writesStore ? job.storeFile : nil,
+            tap: { width, height in
+                guard job.makeThumbnail else { return nil }
+                return try thumbnailer.scale.tap(
+                    width: width, height: height, bands: 3, factor: factor, orientation: header.orientation)
+            }, spans: &spans)
+        if let refused = made.refused { return refused }
         if made.wroteStore {
             outcome.storeWritten = true
-            outcome.storePath = .planes
+            outcome.storePath = header.conversion == nil ? .planes : .planesConverted
         }
         if let tap = made.tap {
             outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
         }
-        return true
+        return nil
     }
 
     /// Runs a libvips step, turning its error into the item's failure.

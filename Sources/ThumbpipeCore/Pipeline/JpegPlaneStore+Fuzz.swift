@@ -1,4 +1,5 @@
 import CJpegPlanes
+import CThumbKernels
 import Foundation
 
 extension JpegPlaneStore {
@@ -14,7 +15,9 @@ extension JpegPlaneStore {
             width: size.width, height: size.height, bands: 3, factor: 2, orientation: Int(orientation))
         var job = CJpegPlanesJob(
             width: Int32(size.width), height: Int32(size.height), orientation: orientation, quality: 50,
-            optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer)
+            optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer,
+            // Every other input through the converting path (decoded to RGB, converted, encoded).
+            shaper: bytes.count / 16 % 2 == 1 ? fuzzShaper : nil)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = CJpegPlanes_transcode(
@@ -28,7 +31,8 @@ extension JpegPlaneStore {
             return "the plane store \(problem)"
         }
         var again = CJpegPlanesJob(
-            width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil)
+            width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil,
+            shaper: nil)
         var decoded = CJpegPlanesResult()
         let status2 = CJpegPlanes_transcode(
             store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)
@@ -39,3 +43,13 @@ extension JpegPlaneStore {
     }
 
 }
+
+/// A converting path's tables for the fuzzer: a gamma-2.2 curve, a matrix that
+/// mixes the channels, and a linear encode, so every table entry is exercised.
+nonisolated(unsafe) private let fuzzShaper: OpaquePointer? = {
+    let linear = (0..<3).flatMap { _ in (0..<256).map { Float(pow(Double($0) / 255, 2.2)) } }
+    let matrix: [Float] = [0.9, 0.2, -0.1, 0.05, 1.0, -0.05, -0.02, 0.1, 0.92]
+    let steps = Int(CTHUMBKERNELS_SHAPER_STEPS)
+    let encode = (0..<steps).map { UInt8((Double($0) / Double(steps - 1) * 255).rounded()) }
+    return CThumbKernels_shaper_new(linear, matrix, encode)
+}()

@@ -32,7 +32,11 @@ public struct OutputVersions: Sendable, Equatable {
         // thumbnail 5, store 4: float and colorimetric sources (scRGB from HDR merges,
         // XYZ, LAB) are converted by libvips, as vips_thumbnail does, not through the
         // profile embedded with them (which made them black).
-        OutputVersions(thumbnail: 5, store: 4, libvips: LibVips.version, options: buildOptions)
+        // store 5: JPEGs in an RGB matrix/TRC profile (Display P3, Adobe RGB…) take the
+        // plane path, converted a band at a time: the same pixels as before (the same
+        // tables), written by libjpeg as the plane stores are (their markers differ
+        // from libvips's). Their thumbnails are unchanged, byte for byte.
+        OutputVersions(thumbnail: 5, store: 5, libvips: LibVips.version, options: buildOptions)
     }
 
     /// The process-wide switches that change output bytes, in words ("" when none
@@ -40,8 +44,7 @@ public struct OutputVersions: Sendable, Equatable {
     /// `VIPS_NOVECTOR` turns off libvips's vector paths (their rounding differs).
     /// Part of both fingerprints, so outputs made under one are redone under another.
     public static var buildOptions: String {
-        var options: [String] = []
-        if StorePath.disabled { options.append("planes off") }
+        var options = ItemPlan.buildOptions
         if ProcessInfo.processInfo.environment["VIPS_NOVECTOR"] != nil { options.append("novector") }
         return options.joined(separator: ",")
     }

@@ -51,14 +51,20 @@ public enum HintRules {
 
     /// JPEGs stored through libvips when the planes would have been faster.
     static func jpegsOffPlanes(_ facts: HintFacts) -> [RunProfile.Hint] {
-        guard let off = facts.jpegPaths.first(where: { $0.name == StorePath.libvips.rawValue }),
+        // The JPEGs on libvips, by why (`libvips: CMYK`): the group that costs most.
+        let libvips = StorePath.libvips.rawValue
+        guard
+            let off = facts.jpegPaths.filter({ $0.name == libvips || $0.name.hasPrefix(libvips + ": ") })
+                .max(by: { $0.timeShare < $1.timeShare }),
             let planes = facts.jpegPaths.first(where: { $0.name == StorePath.planes.rawValue }),
             off.timeShare >= 0.1, off.p50Ms > planes.p50Ms * 1.2
         else { return [] }
         let saved = Double(off.items) * (off.p50Ms - planes.p50Ms) / 1000
+        let why = off.name.count > libvips.count + 2 ? String(off.name.dropFirst(libvips.count + 2)) : nil
         let action =
             facts.settingsOffPlanes.isEmpty
-            ? "export those photos as sRGB (their profiles are not sRGB, and the plane path does not convert colour)"
+            ? "export those photos as RGB JPEGs with an RGB matrix/TRC profile or none"
+                + (why.map { " (they have \($0), which only libvips converts)" } ?? "")
             : "set \(facts.settingsOffPlanes.joined(separator: " and ")) back to the default, which keeps every JPEG off the plane path"
         return [
             RunProfile.Hint(

@@ -287,7 +287,7 @@ struct ItemLedger: Sendable {
             finished.profile = ItemProfile(
                 itemKey: item.itemKey, itemName: item.itemName, line: item.line, position: index,
                 source: item.image ?? "", format: header.format, width: header.width, height: header.height,
-                bytes: outcome.bytesRead, path: outcome.storePath?.rawValue, stages: stages,
+                bytes: outcome.bytesRead, path: outcome.storeRoute, stages: stages,
                 seconds: StageTimings.round(finished.spans.values.reduce(0, +)),
                 thumbnail: png)
         }

@@ -136,7 +136,7 @@ struct Slot {
             source: outcome.header.map {
                 (
                     URL(fileURLWithPath: job.source).lastPathComponent, $0.format,
-                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storePath?.rawValue
+                    Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storeRoute
                 )
             })
         let (date, guess) = ledger.date(

@@ -1,0 +1,83 @@
+import Foundation
+
+/// Every route of one item, decided once from its header, the settings and the
+/// build, before a pixel is decoded: how the source is decoded for the
+/// thumbnail (``DecodePlan``), whether the thumbnail's tap reads a JPEG's
+/// planes, and how the store file is made, with the reason a JPEG's store is
+/// left to libvips. ``ItemJobRunner`` carries the plan out and decides nothing;
+/// a plane attempt that libjpeg refuses is recorded as a change of plan.
+struct ItemPlan: Sendable, Equatable {
+    /// How the store file is made.
+    enum Store: Sendable, Equatable {
+        /// No store file is asked for.
+        case none
+        /// From the JPEG's planes, as they are (sRGB or untagged).
+        case planes
+        /// From the JPEG decoded a band at a time and converted to sRGB on the way.
+        case planesConverted
+        /// Through libvips; for a JPEG, why (nil for other formats).
+        case libvips(String?)
+    }
+
+    /// How the source is decoded for the thumbnail.
+    var decode: DecodePlan
+    /// Whether the thumbnail's tap reads the JPEG's planes (or its converted bands):
+    /// decided by the source alone, never the store's settings, so a thumbnail's
+    /// bytes do not depend on them.
+    var thumbnailOnPlanes: Bool
+    /// How the store file is made.
+    var store: Store
+
+    /// The plan for a source of `header` whose job asks for a store file
+    /// (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`' store,
+    /// the plane path allowed by the build (`planes`, ``buildOptions``).
+    static func make(
+        header: SourceHeader, makeStore: Bool, canvasWidth: Int, canvasHeight: Int, store: PipelineSettings.Store,
+        planes: Bool
+    ) -> ItemPlan {
+        let decode = DecodePlan.choose(for: header, canvasWidth: canvasWidth, canvasHeight: canvasHeight)
+        let offPlanes = reasonOffPlanes(header, decode: decode, planes: planes)
+        let storeRoute: Store
+        if !makeStore {
+            storeRoute = .none
+        } else if let reason = offPlanes ?? reasonOffPlanes(store) {
+            storeRoute = .libvips(header.jpegColour == nil ? nil : reason)
+        } else {
+            storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
+        }
+        return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute)
+    }
+
+    /// Why a source's pixels are not read through its planes, or nil when they are.
+    private static func reasonOffPlanes(_ header: SourceHeader, decode: DecodePlan, planes: Bool) -> String? {
+        switch header.jpegColour {
+        case nil: return "not a JPEG"
+        case .other(let what): return what
+        case .sRGB, .matrix: break
+        }
+        if !planes { return "THUMBPIPE_JPEG_PLANES=off" }
+        switch decode {
+        case .tap: break
+        case .once: return "too small to shrink on load"
+        case .twice: return "a strip too large to hold"
+        }
+        // A turned source's planes are held whole (libvips streams): never for
+        // sources the decode plan would not hold in memory either.
+        if header.width * header.height > DecodePlan.inMemoryLimit { return "over 30 Mpx" }
+        return nil
+    }
+
+    /// Why the store's settings need libvips, or nil when the planes serve them.
+    private static func reasonOffPlanes(_ store: PipelineSettings.Store) -> String? {
+        if store.orientation != .rotate { return "store.orientation tag" }
+        // libvips's keeping rewrites the EXIF it copies.
+        if store.keepMetadata { return "store.keepMetadata" }
+        return nil
+    }
+
+    /// The switches of this build that change which route an item takes, in
+    /// words ("" when none is set): part of every output's fingerprint
+    /// (``OutputVersions/buildOptions``), so a route the build forces never
+    /// changes bytes unseen.
+    static var buildOptions: [String] { StorePath.disabled ? ["planes off"] : [] }
+}

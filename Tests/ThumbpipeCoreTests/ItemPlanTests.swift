@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+@testable import ThumbpipeCore
+
+/// Every route an item can take, decided by ``ItemPlan`` from its header, the
+/// store's settings and the build: one row a case, in memory, no decode.
+@Suite("The item plan: every route from the header, the settings and the build")
+struct ItemPlanTests {
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var width = 4000, height = 3000, format = "JPEG"
+        var colour: JPEGColour? = .sRGB
+        var makeStore = true
+        var orientation: PipelineSettings.StoreOrientation = .rotate
+        var keepMetadata = false
+        var planes = true
+        var decode: DecodePlan
+        var onPlanes: Bool
+        var store: ItemPlan.Store
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "sRGB JPEG: planes for both", decode: .tap(factor: 18), onPlanes: true, store: .planes),
+        Row(
+            name: "Display P3 JPEG: planes, converted", colour: .matrix, decode: .tap(factor: 18), onPlanes: true,
+            store: .planesConverted),
+        Row(
+            name: "no store asked for: the thumbnail still on the planes", makeStore: false, decode: .tap(factor: 18),
+            onPlanes: true, store: .none),
+        Row(
+            name: "a PNG: libvips, no reason given", format: "PNG", colour: nil, decode: .tap(factor: 18),
+            onPlanes: false, store: .libvips(nil)),
+        Row(
+            name: "CMYK JPEG", colour: .other("CMYK"), decode: .tap(factor: 18), onPlanes: false,
+            store: .libvips("CMYK")),
+        Row(
+            name: "grey JPEG", colour: .other("grey"), decode: .tap(factor: 18), onPlanes: false,
+            store: .libvips("grey")),
+        Row(
+            name: "a LUT profile", colour: .other("a profile that is not RGB matrix/TRC"), decode: .tap(factor: 18),
+            onPlanes: false, store: .libvips("a profile that is not RGB matrix/TRC")),
+        Row(
+            name: "THUMBPIPE_JPEG_PLANES=off", planes: false, decode: .tap(factor: 18), onPlanes: false,
+            store: .libvips("THUMBPIPE_JPEG_PLANES=off")),
+        Row(
+            name: "too small to shrink on load: once, in memory", width: 200, height: 150, decode: .once,
+            onPlanes: false, store: .libvips("too small to shrink on load")),
+        Row(
+            name: "a strip too large to hold: twice", width: 110_000, height: 300, decode: .twice, onPlanes: false,
+            store: .libvips("a strip too large to hold")),
+        Row(
+            name: "over 30 Mpx", width: 8000, height: 4000, decode: .tap(factor: 25), onPlanes: false,
+            store: .libvips("over 30 Mpx")),
+        Row(
+            name: "store.orientation tag: the thumbnail on the planes, the store on libvips", orientation: .tag,
+            decode: .tap(factor: 18), onPlanes: true, store: .libvips("store.orientation tag")),
+        Row(
+            name: "store.keepMetadata", keepMetadata: true, decode: .tap(factor: 18), onPlanes: true,
+            store: .libvips("store.keepMetadata")),
+    ]
+
+    @Test(arguments: rows)
+    func route(_ row: Row) {
+        let header = SourceHeader(
+            width: row.width, height: row.height, orientation: 1, format: row.format, dateTimeOriginal: nil,
+            hasAlpha: false, shrink: .integer, jpegColour: row.colour)
+        var store = PipelineSettings.Store()
+        store.orientation = row.orientation
+        store.keepMetadata = row.keepMetadata
+        let plan = ItemPlan.make(
+            header: header, makeStore: row.makeStore, canvasWidth: 80, canvasHeight: 80, store: store,
+            planes: row.planes)
+        #expect(plan.decode == row.decode)
+        #expect(plan.thumbnailOnPlanes == row.onPlanes)
+        #expect(plan.store == row.store)
+    }
+
+    @Test("The thumbnail's route never depends on the store's settings")
+    func thumbnailIndependentOfStore() {
+        for row in Self.rows {
+            let header = SourceHeader(
+                width: row.width, height: row.height, orientation: 1, format: row.format, dateTimeOriginal: nil,
+                hasAlpha: false, shrink: .integer, jpegColour: row.colour)
+            var plans: Set<Bool> = []
+            for orientation in [PipelineSettings.StoreOrientation.rotate, .tag] {
+                for keep in [false, true] {
+                    var store = PipelineSettings.Store()
+                    store.orientation = orientation
+                    store.keepMetadata = keep
+                    plans.insert(
+                        ItemPlan.make(
+                            header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: store,
+                            planes: row.planes
+                        ).thumbnailOnPlanes)
+                }
+            }
+            #expect(plans.count == 1, "\(row.name)")
+        }
+    }
+}
