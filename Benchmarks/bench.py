@@ -17,6 +17,7 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
               encode) in one process (Benchmarks/StoreFloor)
   baseline    another thumbpipe build (THUMBPIPE_BASELINE=/path/to/thumbpipe), e.g. the
               commit before a change, to measure that change side by side
+              (THUMBPIPE_EXECUTABLE puts another build in thumbpipe's own column)
   libvips-path  this thumbpipe with the JPEG plane path off (THUMBPIPE_JPEG_PLANES=off):
               every store through libvips, to see what the planes save
   codec-floor the codec's own limit (Benchmarks/CodecFloor, TurboJPEG): each JPEG decoded
@@ -24,9 +25,9 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
               sampling; no colour, no rotation, no thumbnail; one process per job. No store
               that is correct can cost less
 
-The JPEG set is camera-like: 8-24 Mpx, 4:2:0, Q 85-95, EXIF kept; every fifth photo
-is in Display P3 or Adobe RGB (converted from the sRGB photo by lcms, the profile
-embedded), as iPhones and cameras write them.
+The JPEG set is camera-like: 8-24 Mpx, 4:2:0, Q 85-95, EXIF kept, in sRGB but for
+every fifth photo, in Display P3 or Adobe RGB (converted from the sRGB photo by lcms,
+the profile embedded), as iPhones and cameras write them.
 
 For thumbpipe the peak RSS column is its own report's `peakRSSBytes`: the parent and its
 worker processes together, sampled every 50 ms (GNU time sees only the largest single process).
@@ -99,11 +100,15 @@ def _make_one(job):
         # Camera-like: 4:2:0, quality 85-95, EXIF (with its orientation) kept. (libvips
         # keeps full chroma from Q 90 unless told: sets made before 2026-12-01 were
         # three quarters 4:4:4, unlike a camera's.)
+        # Every photo in sRGB first (two corpus photos are iPhone HEICs in Display P3, one
+        # is tagged "sRGB" with other numbers), then exactly a fifth in a wide gamut.
+        if image.get_typeof("icc-profile-data"):
+            image = image.icc_transform("srgb", embedded=True).copy()
+            image.remove("icc-profile-data")
         if index % 5 == 4:
             # A wide-gamut fifth: Display P3 (iPhones) and Adobe RGB (cameras), the profile kept.
             profile = _profile_file("p3" if index % 10 == 4 else "adobergb")
-            image = image.icc_transform(profile, input_profile="srgb", embedded=False)
-            image = image.copy()
+            image = image.icc_transform(profile, input_profile="srgb", embedded=False).copy()
             with open(profile, "rb") as f:
                 image.set_type(pyvips.GValue.blob_type, "icc-profile-data", f.read())
         image.jpegsave(out, Q=rng.choice([85, 90, 92, 95]), subsample_mode="on")
@@ -380,8 +385,9 @@ def main():
     parser.add_argument("--incremental", action="store_true", help="also a full vs unchanged re-run over 2,000 items")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
-    # "set-2": the set with its wide-gamut fifth (the set before it, "set", had none).
-    paths = make_set(os.path.join(WORK, "set-2"), args.jpegs, args.pngs, args.heics, args.jobs)
+    # "set-3": every JPEG in sRGB but a wide-gamut fifth (the set before it, "set", had
+    # the corpus's own profiles: a sixth of it, by chance of which photos it drew).
+    paths = make_set(os.path.join(WORK, "set-3"), args.jpegs, args.pngs, args.heics, args.jobs)
     if args.only:
         suffix = {"jpeg": ".jpg", "png": ".png", "heic": ".heic"}[args.only]
         paths = [p for p in paths if p.endswith(suffix)]
@@ -393,7 +399,9 @@ def main():
         pass
 
     runners = {
-        "thumbpipe": lambda: run_thumbpipe(paths, args.jobs),
+        # THUMBPIPE_EXECUTABLE: another build in thumbpipe's column (to compare two commits, neither the tree's).
+        "thumbpipe": lambda: run_thumbpipe(
+            paths, args.jobs, executable=os.environ.get("THUMBPIPE_EXECUTABLE"), name="thumbpipe"),
         "baseline": lambda: run_thumbpipe(paths, args.jobs, executable=os.environ["THUMBPIPE_BASELINE"]),
         # The same build with the JPEG plane path off: every store through libvips.
         "libvips-path": lambda: run_thumbpipe(

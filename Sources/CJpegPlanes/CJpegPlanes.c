@@ -131,44 +131,62 @@ static void pad_band(Plane band, int valid_cols, int valid_rows, int rows) {
         memcpy(band.p + (size_t)y * band.stride, band.p + (size_t)(valid_rows - 1) * band.stride, (size_t)band.stride);
 }
 
-// Fills `rows` rows of `band` with upright rows [row0, row0 + rows) of a
-// `w × h` plane turned by EXIF orientation `o` (rows and columns past the
-// upright image repeat its edge): the stored sample shown at upright (x, y), as
-// AspectFillScale.storedPixel says.
-static void gather(Plane in, int w, int h, int o, int row0, int rows, Plane band) {
+// Fills `out[0 … rows)` with upright rows [row0, row0 + rows) of a `w × h`
+// image of `px`-byte pixels (1 or 3; rows `stride` bytes apart) turned by EXIF
+// orientation `o` (rows past the upright image repeat its last): the stored
+// pixel shown at upright (x, y), as AspectFillScale.storedPixel says. A turned
+// image's upright rows are its stored columns: they are read along the stored
+// rows, each stored row once a band with its `rows` pixels together (a cache
+// line or two), never one pixel a stored row per upright row.
+// One RGB pixel (a call to memcpy a pixel would cost more than the copy).
+static inline void copy3(unsigned char *restrict to, const unsigned char *restrict from) {
+    to[0] = from[0];
+    to[1] = from[1];
+    to[2] = from[2];
+}
+
+static void gather_rows(const unsigned char *in, size_t stride, int w, int h, int o, int px, int row0, int rows,
+                        unsigned char *const *out) {
     const int swap = o >= 5, uw = swap ? h : w, uh = swap ? w : h;
-    for (int i = 0; i < rows; i++) {
-        const int y = row0 + i < uh ? row0 + i : uh - 1;
-        unsigned char *out = band.p + (size_t)i * band.stride;
-        const unsigned char *p = in.p;
-        const size_t s = (size_t)in.stride;
-        switch (o) {
-        case 2:
-            for (int x = 0; x < uw; x++) out[x] = p[y * s + (w - 1 - x)];
-            break;
-        case 3:
-            for (int x = 0; x < uw; x++) out[x] = p[(h - 1 - y) * s + (w - 1 - x)];
-            break;
-        case 4:
-            memcpy(out, p + (h - 1 - y) * s, (size_t)w);
-            break;
-        case 5:
-            for (int x = 0; x < uw; x++) out[x] = p[x * s + y];
-            break;
-        case 6:
-            for (int x = 0; x < uw; x++) out[x] = p[(h - 1 - x) * s + y];
-            break;
-        case 7:
-            for (int x = 0; x < uw; x++) out[x] = p[(h - 1 - x) * s + (w - 1 - y)];
-            break;
-        case 8:
-            for (int x = 0; x < uw; x++) out[x] = p[x * s + (w - 1 - y)];
-            break;
-        default:
-            memcpy(out, p + y * s, (size_t)w);
+    if (!swap) {
+        for (int i = 0; i < rows; i++) {
+            const int y = row0 + i < uh ? row0 + i : uh - 1;
+            const unsigned char *src = in + (size_t)(o == 3 || o == 4 ? h - 1 - y : y) * stride;
+            if (o == 2 || o == 3) {
+                unsigned char *q = out[i];
+                if (px == 1) {
+                    for (int x = 0; x < uw; x++) q[x] = src[w - 1 - x];
+                } else {
+                    for (int x = 0; x < uw; x++) copy3(q + (size_t)x * 3, src + (size_t)(w - 1 - x) * 3);
+                }
+            } else {
+                memcpy(out[i], src, (size_t)w * px);
+            }
         }
-        memset(out + uw, out[uw - 1], (size_t)(band.stride - uw));
+        return;
     }
+    for (int x = 0; x < uw; x++) {
+        const unsigned char *src = in + (size_t)(o == 5 || o == 8 ? x : h - 1 - x) * stride;
+        for (int i = 0; i < rows; i++) {
+            const int y = row0 + i < uh ? row0 + i : uh - 1;
+            const int sx = o == 5 || o == 6 ? y : w - 1 - y;
+            if (px == 1) {
+                out[i][x] = src[sx];
+            } else {
+                copy3(out[i] + (size_t)x * 3, src + (size_t)sx * 3);
+            }
+        }
+    }
+}
+
+// Fills `rows` rows of `band` with upright rows [row0, row0 + rows) of a turned
+// plane (gather_rows), each padded to the band's stride with its last sample.
+static void gather(Plane in, int w, int h, int o, int row0, int rows, Plane band) {
+    const int uw = o >= 5 ? h : w;
+    unsigned char *out[16];
+    for (int i = 0; i < rows; i++) out[i] = band.p + (size_t)i * band.stride;
+    gather_rows(in.p, (size_t)in.stride, w, h, o, 1, row0, rows, out);
+    for (int i = 0; i < rows; i++) memset(out[i] + uw, out[i][uw - 1], (size_t)(band.stride - uw));
 }
 
 // MARK: - The transcode
@@ -189,6 +207,33 @@ typedef struct {
 static int refuse(char *error, size_t size, const char *why) {
     if (error && size) snprintf(error, size, "%s", why);
     return -1;
+}
+
+// Starts the store's encoder for a `UW × UH` image fed as `input`: the planes
+// (JCS_YCbCr, raw data in) or RGB rows (libjpeg converts and downsamples).
+// Either way a baseline YCbCr 4:2:0 JPEG at the job's quality, libjpeg's tables.
+static void start_encoder(Work *w, const CJpegPlanesJob *job, int UW, int UH, J_COLOR_SPACE input) {
+    struct jpeg_compress_struct *out = &w->out;
+    out->err = &w->errors.pub;
+    jpeg_create_compress(out);
+    w->out_made = 1;
+    w->sink.capacity = (size_t)UW * UH / 8 + 65536;
+    w->sink.data = malloc(w->sink.capacity);
+    if (!w->sink.data) stop((j_common_ptr)out, "out of memory for the store's bytes");
+    w->sink.pub.init_destination = sink_init;
+    w->sink.pub.empty_output_buffer = sink_grow;
+    w->sink.pub.term_destination = sink_term;
+    out->dest = &w->sink.pub;
+    out->image_width = (JDIMENSION)UW;
+    out->image_height = (JDIMENSION)UH;
+    out->input_components = 3;
+    out->in_color_space = input;
+    jpeg_set_defaults(out); // YCbCr at 4:2:0, baseline, libjpeg's tables
+    jpeg_set_quality(out, job->quality, TRUE);
+    out->raw_data_in = input == JCS_YCbCr ? TRUE : FALSE;
+    out->dct_method = JDCT_ISLOW;
+    out->optimize_coding = job->optimize_coding ? TRUE : FALSE;
+    jpeg_start_compress(out, TRUE);
 }
 
 // Writes the 16 luma rows of `y` and 8 chroma rows of `cb`, `cr` to the encoder.
@@ -255,29 +300,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         pcr = (Plane){w->planes + luma + chroma, cs};
     }
 
-    if (encode) {
-        struct jpeg_compress_struct *out = &w->out;
-        out->err = &w->errors.pub;
-        jpeg_create_compress(out);
-        w->out_made = 1;
-        w->sink.capacity = (size_t)UW * UH / 8 + 65536;
-        w->sink.data = malloc(w->sink.capacity);
-        if (!w->sink.data) stop((j_common_ptr)out, "out of memory for the store's bytes");
-        w->sink.pub.init_destination = sink_init;
-        w->sink.pub.empty_output_buffer = sink_grow;
-        w->sink.pub.term_destination = sink_term;
-        out->dest = &w->sink.pub;
-        out->image_width = (JDIMENSION)UW;
-        out->image_height = (JDIMENSION)UH;
-        out->input_components = 3;
-        out->in_color_space = JCS_YCbCr;
-        jpeg_set_defaults(out); // YCbCr at 4:2:0, baseline, libjpeg's tables
-        jpeg_set_quality(out, job->quality, TRUE);
-        out->raw_data_in = TRUE;
-        out->dct_method = JDCT_ISLOW;
-        out->optimize_coding = job->optimize_coding ? TRUE : FALSE;
-        jpeg_start_compress(out, TRUE);
-    }
+    if (encode) start_encoder(w, job, UW, UH, JCS_YCbCr);
 
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
@@ -341,33 +364,6 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     result->size = (unsigned long)(w->sink.capacity - w->sink.pub.free_in_buffer);
 }
 
-// Fills `band` (rows of `UW × 3` bytes) with upright rows [row0, row0 + rows)
-// of a `w × h` RGB image turned by EXIF orientation `o`, as gather does for a plane.
-static void gather_rgb(const unsigned char *in, int w, int h, int o, int row0, int rows, unsigned char *const *band) {
-    const int swap = o >= 5, uw = swap ? h : w, uh = swap ? w : h;
-    const size_t s = (size_t)w * 3;
-    for (int i = 0; i < rows; i++) {
-        const int y = row0 + i < uh ? row0 + i : uh - 1;
-        unsigned char *out = band[i];
-        if (o == 1 || o == 4) {
-            memcpy(out, in + (size_t)(o == 1 ? y : h - 1 - y) * s, s);
-            continue;
-        }
-        for (int x = 0; x < uw; x++) {
-            int sx, sy;
-            switch (o) {
-            case 2: sx = w - 1 - x, sy = y; break;
-            case 3: sx = w - 1 - x, sy = h - 1 - y; break;
-            case 5: sx = y, sy = x; break;
-            case 6: sx = y, sy = h - 1 - x; break;
-            case 7: sx = w - 1 - y, sy = h - 1 - x; break;
-            default: sx = w - 1 - y, sy = x; break; // 8
-            }
-            memcpy(out + (size_t)x * 3, in + (size_t)sy * s + (size_t)sx * 3, 3);
-        }
-    }
-}
-
 // The converting path: RGB scanlines a band at a time, turned to sRGB in place,
 // tapped, and encoded from RGB (libjpeg's own YCbCr conversion and 4:2:0
 // downsampling, as libvips's encoder has them); a turned source is held whole.
@@ -383,28 +379,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     w->planes = malloc(row_bytes * (size_t)(whole ? H : BAND) + 64);
     w->bands = whole ? malloc((size_t)UW * 3 * BAND + 64) : NULL;
     if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
-    if (encode) {
-        struct jpeg_compress_struct *out = &w->out;
-        out->err = &w->errors.pub;
-        jpeg_create_compress(out);
-        w->out_made = 1;
-        w->sink.capacity = (size_t)UW * UH / 8 + 65536;
-        w->sink.data = malloc(w->sink.capacity);
-        if (!w->sink.data) stop((j_common_ptr)out, "out of memory for the store's bytes");
-        w->sink.pub.init_destination = sink_init;
-        w->sink.pub.empty_output_buffer = sink_grow;
-        w->sink.pub.term_destination = sink_term;
-        out->dest = &w->sink.pub;
-        out->image_width = (JDIMENSION)UW;
-        out->image_height = (JDIMENSION)UH;
-        out->input_components = 3;
-        out->in_color_space = JCS_RGB;
-        jpeg_set_defaults(out); // YCbCr at 4:2:0, baseline, libjpeg's tables
-        jpeg_set_quality(out, job->quality, TRUE);
-        out->dct_method = JDCT_ISLOW;
-        out->optimize_coding = job->optimize_coding ? TRUE : FALSE;
-        jpeg_start_compress(out, TRUE);
-    }
+    if (encode) start_encoder(w, job, UW, UH, JCS_RGB);
     JSAMPROW rows[BAND];
     while (in->output_scanline < in->output_height) {
         const int r = (int)in->output_scanline, want = BAND < H - r ? BAND : H - r;
@@ -439,7 +414,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
         for (int i = 0; i < BAND; i++) upright[i] = w->bands + (size_t)UW * 3 * (size_t)i;
         for (int row = 0; row < UH; row += BAND) {
             const int n = BAND < UH - row ? BAND : UH - row;
-            gather_rgb(w->planes, W, H, o, row, n, upright);
+            gather_rows(w->planes, row_bytes, W, H, o, 3, row, n, upright);
             if ((int)jpeg_write_scanlines(&w->out, upright, (JDIMENSION)n) != n)
                 stop((j_common_ptr)&w->out, "the encoder took a short band");
         }

@@ -570,20 +570,40 @@ int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out) {
 // value to linear light, one 3×3 matrix (source colorants to sRGB's, both in
 // the D50 PCS), and one table from linear light (in CTHUMBKERNELS_SHAPER_STEPS
 // steps) back to 8-bit sRGB.
+// Four 32-bit lanes: the three output channels' terms of one input value (and a zero).
+typedef gint32 ShaperTerms __attribute__((vector_size(16)));
+
 struct CThumbKernelsShaper {
-    // terms[out][in][v]: matrix[out][in] × linear[in][v], scaled so that the sum
-    // of a row's three terms >> 8 is an index into `encode`.
-    gint32 terms[3][3][256];
+    // terms[in][v][out]: matrix[out][in] × linear[in][v], scaled so that the sum
+    // of an output's three terms >> 8 is an index into `encode`. Laid out by input
+    // value, so a pixel's three outputs are three vector loads and two adds.
+    ShaperTerms terms[3][256];
     guint8 encode[CTHUMBKERNELS_SHAPER_STEPS];
 };
 typedef struct CThumbKernelsShaper Shaper;
 
-// The encode table's index for a sum (8 fraction bits): rounded, clipped to the
-// table (out of sRGB's gamut: clipped per channel, as lcms does).
-static inline int shaper_index(gint32 sum) {
-    int index = (sum + 128) >> 8;
+// The encode table's index for a sum's rounded index ((sum + 128) >> 8, the
+// sum having 8 fraction bits), clipped to the table (out of sRGB's gamut:
+// clipped per channel, as lcms does).
+static inline int shaper_clamp(gint32 index) {
     index = index < 0 ? 0 : index;
     return index > CTHUMBKERNELS_SHAPER_STEPS - 1 ? CTHUMBKERNELS_SHAPER_STEPS - 1 : index;
+}
+
+// Converts `count` pixels of `bands` (3 or 4) from `p` into `q` (which may be
+// `p`: each pixel is read whole before it is written); alpha passes through.
+static void shaper_row(const Shaper *s, const VipsPel *p, VipsPel *q, size_t count, int bands) {
+    const ShaperTerms *restrict tr = s->terms[0], *restrict tg = s->terms[1], *restrict tb = s->terms[2];
+    const guint8 *restrict encode = s->encode;
+    const ShaperTerms bias = {128, 128, 128, 128};
+    for (size_t x = 0; x < count; x++, p += bands, q += bands) {
+        const ShaperTerms index = (tr[p[0]] + tg[p[1]] + tb[p[2]] + bias) >> 8;
+        const VipsPel alpha = bands == 4 ? p[3] : 0;
+        q[0] = encode[shaper_clamp(index[0])];
+        q[1] = encode[shaper_clamp(index[1])];
+        q[2] = encode[shaper_clamp(index[2])];
+        if (bands == 4) q[3] = alpha;
+    }
 }
 
 static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
@@ -592,24 +612,9 @@ static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolea
     const Shaper *s = (const Shaper *)b;
     const VipsRect *r = &out->valid;
     if (vips_region_prepare(in, r)) return -1;
-    const int bands = out->im->Bands;
-    // restrict: stores through the byte pointer could otherwise alias the
-    // tables, and the compiler would reload them for every pixel.
-    const gint32 *restrict rr = s->terms[0][0], *restrict rg = s->terms[0][1], *restrict rb = s->terms[0][2];
-    const gint32 *restrict gr = s->terms[1][0], *restrict gg = s->terms[1][1], *restrict gb = s->terms[1][2];
-    const gint32 *restrict br = s->terms[2][0], *restrict bg = s->terms[2][1], *restrict bb = s->terms[2][2];
-    const guint8 *restrict encode = s->encode;
-    for (int y = r->top; y < r->top + r->height; y++) {
-        const VipsPel *restrict p = VIPS_REGION_ADDR(in, r->left, y);
-        VipsPel *restrict q = VIPS_REGION_ADDR(out, r->left, y);
-        for (int x = 0; x < r->width; x++, p += bands, q += bands) {
-            const int red = p[0], green = p[1], blue = p[2];
-            q[0] = encode[shaper_index(rr[red] + rg[green] + rb[blue])];
-            q[1] = encode[shaper_index(gr[red] + gg[green] + gb[blue])];
-            q[2] = encode[shaper_index(br[red] + bg[green] + bb[blue])];
-            if (bands == 4) q[3] = p[3];
-        }
-    }
+    for (int y = r->top; y < r->top + r->height; y++)
+        shaper_row(s, VIPS_REGION_ADDR(in, r->left, y), VIPS_REGION_ADDR(out, r->left, y), (size_t)r->width,
+                   out->im->Bands);
     return 0;
 }
 
@@ -626,9 +631,11 @@ CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *
                 // whatever the caller did, so the three terms cannot overflow 32 bits.
                 float l = linear[c * 256 + v];
                 l = isnan(l) ? 0.0f : fminf(fmaxf(l, 0.0f), 1.0f);
-                shaper->terms[o][c][v] =
+                shaper->terms[c][v][o] =
                     (gint32)lrint((double)matrix[o * 3 + c] * l * (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
             }
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++) shaper->terms[c][v][3] = 0;
     memcpy(shaper->encode, encode, sizeof shaper->encode);
     return shaper;
 }
@@ -636,16 +643,7 @@ CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *
 void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
 
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *s, unsigned char *rgb, size_t count) {
-    const gint32 *restrict rr = s->terms[0][0], *restrict rg = s->terms[0][1], *restrict rb = s->terms[0][2];
-    const gint32 *restrict gr = s->terms[1][0], *restrict gg = s->terms[1][1], *restrict gb = s->terms[1][2];
-    const gint32 *restrict br = s->terms[2][0], *restrict bg = s->terms[2][1], *restrict bb = s->terms[2][2];
-    const guint8 *restrict encode = s->encode;
-    for (size_t x = 0; x < count; x++, rgb += 3) {
-        const int red = rgb[0], green = rgb[1], blue = rgb[2];
-        rgb[0] = encode[shaper_index(rr[red] + rg[green] + rb[blue])];
-        rgb[1] = encode[shaper_index(gr[red] + gg[green] + gb[blue])];
-        rgb[2] = encode[shaper_index(br[red] + bg[green] + bb[blue])];
-    }
+    shaper_row(s, rgb, rgb, count, 3);
 }
 
 int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,
