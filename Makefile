@@ -135,7 +135,7 @@ fuzz: deps
 # code and AddressSanitizer and UBSan in the C targets (Swift on Linux has no UBSan:
 # its own arithmetic traps on overflow); reports go to .build/sanitize-reports.
 SANITIZE_BUILD = .build/sanitize
-SANITIZE_SUITES = CBoundsTests|PlanePathTests|PlanePathCorpusTests|DecodeSniffTests|ThumbnailTests|FidelityTests|CorpusFidelityTests|StoreTests|StoreCheckTests|FuzzReplayTests|EncodingTests|ScaleTests|RoundedClipTests|SRGBByNumbersTests|ManifestFuzzTests
+SANITIZE_SUITES = CBoundsTests|PlanePathTests|ConvertedPlanesTests|ColourTests|PlanePathCorpusTests|DecodeSniffTests|ThumbnailTests|FidelityTests|CorpusFidelityTests|StoreTests|StoreCheckTests|FuzzReplayTests|EncodingTests|ScaleTests|RoundedClipTests|SRGBByNumbersTests|ManifestFuzzTests
 test-sanitize: deps
 	@mkdir -p .build/sanitize-reports
 	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address \

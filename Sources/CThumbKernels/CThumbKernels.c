@@ -582,26 +582,24 @@ struct CThumbKernelsShaper {
 };
 typedef struct CThumbKernelsShaper Shaper;
 
-// The encode table's index for a sum's rounded index ((sum + 128) >> 8, the
-// sum having 8 fraction bits), clipped to the table (out of sRGB's gamut:
-// clipped per channel, as lcms does).
-static inline int shaper_clamp(gint32 index) {
-    index = index < 0 ? 0 : index;
-    return index > CTHUMBKERNELS_SHAPER_STEPS - 1 ? CTHUMBKERNELS_SHAPER_STEPS - 1 : index;
-}
 
 // Converts `count` pixels of `bands` (3 or 4) from `p` into `q` (which may be
 // `p`: each pixel is read whole before it is written); alpha passes through.
 static void shaper_row(const Shaper *s, const VipsPel *p, VipsPel *q, size_t count, int bands) {
     const ShaperTerms *restrict tr = s->terms[0], *restrict tg = s->terms[1], *restrict tb = s->terms[2];
     const guint8 *restrict encode = s->encode;
-    const ShaperTerms bias = {128, 128, 128, 128};
+    const ShaperTerms bias = {128, 128, 128, 128}, low = {0, 0, 0, 0};
+    const ShaperTerms high = {CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1,
+                              CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1};
     for (size_t x = 0; x < count; x++, p += bands, q += bands) {
-        const ShaperTerms index = (tr[p[0]] + tg[p[1]] + tb[p[2]] + bias) >> 8;
+        // Rounded (8 fraction bits), clipped to the table (out of sRGB's gamut:
+        // clipped per channel, as lcms does), in the vector's lanes.
+        ShaperTerms index = (tr[p[0]] + tg[p[1]] + tb[p[2]] + bias) >> 8;
+        index = __builtin_elementwise_min(__builtin_elementwise_max(index, low), high);
         const VipsPel alpha = bands == 4 ? p[3] : 0;
-        q[0] = encode[shaper_clamp(index[0])];
-        q[1] = encode[shaper_clamp(index[1])];
-        q[2] = encode[shaper_clamp(index[2])];
+        q[0] = encode[index[0]];
+        q[1] = encode[index[1]];
+        q[2] = encode[index[2]];
         if (bands == 4) q[3] = alpha;
     }
 }
