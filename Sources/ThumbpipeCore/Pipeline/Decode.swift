@@ -1,6 +1,7 @@
 import CVips
 import CVipsShim
 import Foundation
+import Synchronization
 
 /// What a source's header says, read without decoding pixels.
 public struct SourceHeader: Sendable, Codable {
@@ -22,6 +23,10 @@ public struct SourceHeader: Sendable, Codable {
     /// The conversion of a JPEG in an RGB matrix/TRC profile to sRGB: the worker's
     /// own, never sent (a reply's header carries ``jpegColour`` only).
     var conversion: ShaperConversion?
+    /// The image the header was read from, not yet decoded: the full-size decode
+    /// takes it (once) rather than asking libvips to find the loader and open the
+    /// source again. The worker's own, never sent.
+    var loaded: LoadedImage?
 
     enum CodingKeys: String, CodingKey {
         case width, height, orientation, format, dateTimeOriginal, hasAlpha, shrink, jpegColour
@@ -110,6 +115,7 @@ public struct Decode: Sendable {
             shrink: loaderName.withCString { LoadShrink(loader: $0) },
             jpegColour: nil)
         if format == "JPEG" { (header.jpegColour, header.conversion) = JPEGColour.of(image) }
+        header.loaded = LoadedImage(image)
         let pixels = header.width.multipliedReportingOverflow(by: header.height)
         if pixels.overflow || pixels.partialValue > limits.maxPixels {
             throw ItemFailure(
@@ -150,7 +156,13 @@ public struct Decode: Sendable {
     func fullSize(_ source: SourceBytes, header: SourceHeader, inMemory: Bool = false, clocks: PipelineClocks? = nil)
         throws(ItemFailure) -> DecodedImage
     {
-        var loaded = try load(source, shrink: 1, scale: 1, format: header.format)
+        // The header's image is this very load (full size, sequential): taken, not made again.
+        var loaded: VImage
+        if let opened = header.loaded?.take() {
+            loaded = opened
+        } else {
+            loaded = try load(source, shrink: 1, scale: 1, format: header.format)
+        }
         if let clocks { loaded = try clocks.time(loaded, .decoding, format: header.format) }
         var image = try toSRGB(loaded, format: header.format)
         if let clocks { image = try clocks.time(image, .colouring, format: header.format) }
@@ -312,5 +324,20 @@ enum JPEGColour: Sendable, Codable, Equatable {
             return (.matrix, conversion)
         }
         return found ?? (.other("an unreadable profile"), nil)
+    }
+}
+
+/// A loaded image that one decode may take, once: a sequential image's pixels
+/// can be read by one pipeline only.
+final class LoadedImage: Sendable {
+    private let image: Mutex<VImage?>
+
+    init(_ image: VImage) { self.image = Mutex(image) }
+
+    /// The image the first time; nil after (the caller loads its own).
+    func take() -> VImage? {
+        image.withLock { taken in
+            defer { taken = nil }; return taken
+        }
     }
 }

@@ -132,7 +132,11 @@ public struct ItemJobRunner: Sendable {
                 let source = try SourceBytes(descriptor: descriptor, limit: settings.limits.maxFileBytes)
                 return (source, try thumbnailer.decode.header(of: source))
             }
-            outcome.header = header
+            // The reply's header: what it says, without the worker's own image and tables.
+            var reported = header
+            reported.loaded = nil
+            reported.conversion = nil
+            outcome.header = reported
             try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
         } catch let failure as ItemFailure {
             outcome.failure = failure
