@@ -73,6 +73,36 @@ struct ConvertedPlanesTests {
         }
     }
 
+    @Test(
+        "Crafted Display P3 JPEGs on the converting path: never a crash; a refused one falls back to libvips, saying why; every store decodes"
+    )
+    func craftedSources() throws {
+        let p3 = try ColourTests.profile(of: "edge/icc-display-p3_p3.png")
+        let folder = TestPaths.temporaryFolder("crafted-converted")
+        var routes: [String: Int] = [:]
+        defer { print("crafted converted: \(routes.sorted { $0.key < $1.key })") }
+        let source = [UInt8](try Data(contentsOf: URL(fileURLWithPath: PlanePathTests.sources.jpeg)))
+        for (name, bytes) in PlanePathTests.crafted(source) {
+            let path = folder + "/crafted.jpg"
+            // The profile goes in after SOI, where a crafted variant keeps its first two bytes.
+            guard bytes.count > 2 else { continue }
+            try Data(Self.tagged(bytes, with: p3)).write(to: URL(fileURLWithPath: path))
+            let job = ItemJob(
+                index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: true, hashSource: false)
+            let outcome = ItemJobRunner(settings: PipelineSettings()).runHere(job)
+            routes[outcome.storeRoute ?? (outcome.failure == nil ? "none" : "failed"), default: 0] += 1
+            guard let store = outcome.store else { continue }
+            // A file cut short warns (premature end): never a store made by the converting path.
+            if name.hasPrefix("cut") { #expect(outcome.storePath != .planesConverted, "\(name)") }
+            if outcome.storePath == .libvips, let reason = outcome.storeReason {
+                #expect(!reason.isEmpty, "\(name): a fallback says why")
+            }
+            #expect((try? PlanePathTests.decoded(store)) != nil, "\(name): the store does not decode")
+        }
+        #expect((routes[StorePath.planesConverted.rawValue] ?? 0) > 0, "some variants still convert on the planes")
+        #expect(routes.keys.contains { $0.hasPrefix("libvips: libjpeg refused it") }, "\(routes)")
+    }
+
     @Test("What stays on libvips says why: CMYK, grey, a LUT profile, and the store's settings")
     func reasons() throws {
         let cases: [(String, String)] = [

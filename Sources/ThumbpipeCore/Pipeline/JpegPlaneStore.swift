@@ -70,7 +70,10 @@ struct JpegPlaneStore {
         spans.split(lastOf: .store, into: [(.decode, result.decode_ns), (.colour, result.colour_ns)])
         guard status == 0 else {
             let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return Made(refused: "libjpeg refused it (\(reason))")
+            // The report groups items by this: libjpeg's message with its numbers as N,
+            // so a collection of damaged files makes a few groups, not one a file.
+            let general = reason.replacing(/\b[0-9]{2,}\b/, with: "N")
+            return Made(refused: "libjpeg refused it (\(general))")
         }
         guard let descriptor else { return Made(tap: filled) }
         guard let jpeg = result.jpeg else { return Made(refused: "no store bytes") }
