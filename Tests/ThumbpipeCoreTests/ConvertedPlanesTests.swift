@@ -31,7 +31,7 @@ struct ConvertedPlanesTests {
             ("ProPhoto", try ColourTests.profile(of: "edge/icc-prophoto_prophoto.png")),
             ("sRGB-named P3", try CraftedProfiles.srgbNamedP3()),
         ]
-        let photos = ["photos/Nikon-D3100.jpg", "edge/orientation-6_Landscape_6.jpg"]
+        let photos = ["photos/Leica-T-Typ-701-small.jpg", "edge/orientation-6_Landscape_6.jpg"]
         for (name, profile) in profiles {
             for photo in photos {
                 let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture(photo))))
