@@ -16,7 +16,10 @@ extension RunCommand {
                 terminal.diagnostic("  moved: … and \(more) more (see report.json)")
             }
             if report.incremental.removed > 0 {
-                terminal.diagnostic(report.removedList(limit: 20, prefix: "  removed: "))
+                terminal.diagnostic(
+                    IncrementalPlan.list(
+                        report.incremental.removedItems, total: report.incremental.removed, limit: 20,
+                        prefix: "  removed: "))
             }
         }
         if let trace, trace.droppedItems > 0 {

@@ -91,16 +91,6 @@ extension RunReport {
 
     /// The plan in one line (``IncrementalPlan/summary(_:_:)``).
     public var planSummary: String { IncrementalPlan.summary(classes, incremental.changedBy) }
-
-    /// The removed items, one a line, the first `limit` by name and the rest counted.
-    public func removedList(limit: Int, prefix: String) -> String {
-        var lines = incremental.removedItems.prefix(limit).map {
-            prefix
-                + "\($0.itemName.isEmpty ? "(unnamed)" : $0.itemName) (\($0.source.isEmpty ? "no image" : $0.source)) \($0.itemKey)"
-        }
-        if incremental.removed > limit { lines.append("  … and \(incremental.removed - limit) more") }
-        return lines.joined(separator: "\n")
-    }
 }
 
 extension OrderedSink {

@@ -111,10 +111,15 @@ public struct RunReport: Sendable, Codable {
     }
 
     /// A removed item as the report lists it.
-    public struct RemovedItem: Sendable, Codable {
+    public struct RemovedItem: Sendable, Codable, CustomStringConvertible {
         public var itemKey: String
         public var itemName: String
         public var source: String
+
+        /// `Bike (photos/bike.jpg) KEY`, as the plan's removed items read.
+        public var description: String {
+            IncrementalPlan.RemovedItem.line(itemName: itemName, source: source, itemKey: itemKey)
+        }
     }
 
     public var thumbpipeVersion = RunReport.version

@@ -37,9 +37,11 @@ public struct IncrementalPlan: Sendable {
         }
 
         /// `Bike (photos/bike.jpg) KEY`.
-        public var description: String {
-            let name = itemName.isEmpty ? "(unnamed)" : itemName
-            return "\(name) (\(source.isEmpty ? "no image" : source)) \(itemKey)"
+        public var description: String { Self.line(itemName: itemName, source: source, itemKey: itemKey) }
+
+        /// A removed item in one line, as the summary, the refusal and the dry run show it.
+        static func line(itemName: String, source: String, itemKey: String) -> String {
+            "\(itemName.isEmpty ? "(unnamed)" : itemName) (\(source.isEmpty ? "no image" : source)) \(itemKey)"
         }
     }
 

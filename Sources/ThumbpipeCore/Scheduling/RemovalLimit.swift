@@ -66,10 +66,14 @@ extension IncrementalPlan {
     }
 
     /// Removed items, one a line (`  Bike (photos/bike.jpg) KEY`, each after
-    /// `prefix`), at most `limit`, then how many more.
-    public static func list(_ items: [RemovedItem], limit: Int, prefix: String = "  ") -> String {
+    /// `prefix`), at most `limit`, then how many more of `total` (by default, of `items`:
+    /// a report lists only the first of its removed items).
+    public static func list(
+        _ items: [some CustomStringConvertible], total: Int? = nil, limit: Int, prefix: String = "  "
+    ) -> String {
         var lines = items.prefix(limit).map { prefix + $0.description }
-        if items.count > limit { lines.append("  … and \(items.count - limit) more") }
+        let count = total ?? items.count
+        if count > limit { lines.append("  … and \(count - limit) more") }
         return lines.joined(separator: "\n")
     }
 }

@@ -125,52 +125,28 @@ public final class FileDescriptor: Sendable {
     /// Writes all of `text`'s UTF-8.
     public func write(_ text: String) throws(Errno) { try write(Array(text.utf8)) }
 
-    /// Writes all of `bytes`.
-    public func write(_ bytes: [UInt8]) throws(Errno) {
-        var failure: Errno?
-        bytes.withUnsafeBytes { raw in
-            do throws(Errno) { try write(raw) } catch { failure = error }
-        }
-        if let failure { throw failure }
+    /// Writes all of `bytes` (an array, `Data`).
+    public func write(_ bytes: some ContiguousBytes) throws(Errno) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try write(raw) } }.get()
     }
 
-    /// Writes all of `data`.
-    public func write(_ data: Data) throws(Errno) {
-        var failure: Errno?
-        data.withUnsafeBytes { raw in
-            do throws(Errno) { try write(raw) } catch { failure = error }
-        }
-        if let failure { throw failure }
-    }
-
-    /// Writes all of `bytes` at `offset`.
-    public func write(_ bytes: [UInt8], at offset: UInt64) throws(Errno) {
-        var failure: Errno?
-        bytes.withUnsafeBytes { raw in
-            do throws(Errno) { try write(raw, at: offset) } catch { failure = error }
-        }
-        if let failure { throw failure }
+    /// Writes all of `bytes` (an array, `Data`) at `offset`.
+    public func write(_ bytes: some ContiguousBytes, at offset: UInt64) throws(Errno) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(Errno) in try write(raw, at: offset) } }.get()
     }
 
     /// Reads into `buffer` from `offset`, through short reads, as
     /// ``read(into:at:)-(UnsafeMutableRawBufferPointer,_)`` does.
     /// - Returns: how many bytes were read: `buffer.count`, fewer only at the end of the file.
     public func read(into buffer: inout [UInt8], at offset: UInt64) throws(Errno) -> Int {
-        var result: Result<Int, Errno> = .success(0)
-        buffer.withUnsafeMutableBytes { raw in
-            do throws(Errno) { result = .success(try read(into: raw, at: offset)) } catch { result = .failure(error) }
-        }
-        return try result.get()
+        try buffer.withUnsafeMutableBytes { raw in Result { () throws(Errno) in try read(into: raw, at: offset) } }
+            .get()
     }
 
     /// Reads what is there, up to `buffer.count` bytes, into `buffer`.
     /// - Returns: how many bytes were read, 0 at the end.
     public func read(into buffer: inout [UInt8]) throws(Errno) -> Int {
-        var result: Result<Int, Errno> = .success(0)
-        buffer.withUnsafeMutableBytes { raw in
-            do throws(Errno) { result = .success(try read(into: raw)) } catch { result = .failure(error) }
-        }
-        return try result.get()
+        try buffer.withUnsafeMutableBytes { raw in Result { () throws(Errno) in try read(into: raw) } }.get()
     }
 
     /// Flushes the file to the disk (fsync). EIO and ENOSPC mean the data may be lost.

@@ -11,11 +11,6 @@ public enum FileSystem {
         _ = try retryOnInterrupt { unlink(path) }
     }
 
-    /// Removes an empty folder (rmdir).
-    public static func removeFolder(_ path: String) throws(Errno) {
-        _ = try retryOnInterrupt { rmdir(path) }
-    }
-
     /// Gives the file at `from` a second name, `to` (link); EEXIST when something is there.
     public static func link(_ from: String, to: String) throws(Errno) {
         _ = try retryOnInterrupt { Glibc.link(from, to) }
@@ -114,27 +109,23 @@ public enum FileSystem {
         return result
     }
 
-    /// A small regular file's text (a /proc file, a lock's pid), at most `limit`
-    /// bytes and valid UTF-8; nil otherwise.
-    public static func text(of path: String, limit: Int64 = 1 << 20) -> String? {
-        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else { return nil }
-        if let info = try? file.info(), info.kind == .regular, info.size > 0 {
-            return (try? file.contents(limit: limit)).flatMap { $0 }.flatMap { String(validating: $0, as: UTF8.self) }
-        }
-        // /proc files say size 0: read them up to the limit as a stream.
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count <= limit {
-            guard let n = try? file.read(into: &chunk), n > 0 else { break }
-            bytes += chunk[..<n]
-        }
-        guard bytes.count <= limit else { return nil }
+    /// A small file's text (a /proc file, a lock's pid), at most `limit` bytes and
+    /// valid UTF-8; nil otherwise. The open does not block (a FIFO put there is not waited on).
+    public static func text(of path: String, limit: Int = 1 << 20) -> String? {
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY),
+            let bytes = try? whole(file, limit: limit)
+        else { return nil }
         return String(validating: bytes, as: UTF8.self)
     }
 
     /// The whole of the file at `path` (a regular file, or a pipe read to its end).
     public static func contents(of path: String, limit: Int = .max) throws(Errno) -> Data {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
+        try whole(FileDescriptor.open(path, O_RDONLY | O_NOCTTY), limit: limit)
+    }
+
+    /// All of `file`: a regular file read once at its size, anything else (a /proc
+    /// file says size 0, a pipe has none) read to its end; EFBIG past `limit` bytes.
+    private static func whole(_ file: FileDescriptor, limit: Int) throws(Errno) -> Data {
         if let info = try? file.info(), info.kind == .regular, let data = try file.contents(limit: Int64(limit)) {
             return data
         }
