@@ -114,9 +114,9 @@ struct WorkerReply: Sendable {
         guard info.size > 0, info.size <= maxStoreBytes else {
             throw refused("a store file of \(info.size) bytes")
         }
-        var bytes = Data(count: Int(info.size))
-        let read = bytes.withUnsafeMutableBytes { try? store.read(into: $0, at: 0) }
-        guard read == Int(info.size) else { throw refused("a store file that could not be read whole") }
+        guard let bytes = store.mappedSealedContents(count: Int(info.size)) else {
+            throw refused("a store file that could not be mapped")
+        }
         let expected =
             settings.store.orientation == .rotate ? header.uprightSize : (width: header.width, height: header.height)
         let problem = bytes.withUnsafeBytes {

@@ -62,21 +62,22 @@ enum StoreCheck {
                 guard frame else { return "has a scan before its frame" }
                 scans += 1
                 at += length
-                // The entropy-coded data: up to the next marker that is not a restart.
+                // The entropy-coded data: up to the next marker that is not a restart
+                // (memchr finds each 0xFF: a byte at a time, this loop was 1 % of a run's CPU).
                 while at + 1 < count {
-                    if bytes[at] == 0xFF {
-                        let next = bytes[at + 1]
-                        if next == 0x00 || (0xD0...0xD7).contains(next) {
-                            at += 2
-                            continue
-                        }
-                        if next == 0xFF {
-                            at += 1
-                            continue
-                        }
+                    guard let found = memchr(bytes.baseAddress! + at, 0xFF, count - 1 - at) else {
+                        at = count - 1
                         break
                     }
-                    at += 1
+                    at = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                    let next = bytes[at + 1]
+                    if next == 0x00 || (0xD0...0xD7).contains(next) {
+                        at += 2
+                    } else if next == 0xFF {
+                        at += 1
+                    } else {
+                        break
+                    }
                 }
                 if at + 1 >= count { return "has no end-of-image marker (it ends inside a scan)" }
                 continue

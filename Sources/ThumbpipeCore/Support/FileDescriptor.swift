@@ -230,6 +230,20 @@ public final class FileDescriptor: Sendable {
     /// Whether this is a memory file sealed against write, grow, shrink and more seals.
     public var isSealed: Bool { CSandbox_is_sealed(rawValue) == 1 }
 
+    /// The first `count` bytes of this sealed memory file, mapped read-only
+    /// rather than copied: nil unless ``isSealed`` (a mapping of a file that can
+    /// still shrink would fault past its end) or when it cannot be mapped. The
+    /// mapping lives as long as the `Data`. Measured on a worker's store files
+    /// (60 photos, 2 workers): reading them into zeroed buffers cost the parent a
+    /// clear, a copy and a fault per page, about 2 % of the run's CPU time.
+    public func mappedSealedContents(count: Int) -> Data? {
+        guard count > 0, isSealed else { return nil }
+        guard let address = mmap(nil, count, PROT_READ, MAP_SHARED, rawValue, 0), address != MAP_FAILED else {
+            return nil
+        }
+        return Data(bytesNoCopy: address, count: count, deallocator: .custom { munmap($0, $1) })
+    }
+
     /// Whether the number refers to an open file (fcntl F_GETFD).
     public static func isOpen(_ rawValue: Int32) -> Bool { fcntl(rawValue, F_GETFD) >= 0 }
 
