@@ -1,4 +1,6 @@
+#define _GNU_SOURCE // dladdr
 #include "CVipsShim.h"
+#include <dlfcn.h>
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -72,6 +74,11 @@ int CVipsShim_load_module(const char *path) {
     }
     g_module_make_resident(module);
     return 0;
+}
+
+const char *CVipsShim_library_file(void) {
+    Dl_info info;
+    return dladdr((const void *)&vips_init, &info) && info.dli_fname ? info.dli_fname : NULL;
 }
 
 void CVipsShim_restrict_loaders(const char *const *allowed, int count) {

@@ -119,6 +119,10 @@ if CommandLine.arguments.count >= 2 && CommandLine.arguments[1] == "__docs" {
     exit(DocsCommand.main(Array(CommandLine.arguments.dropFirst(2))))
 }
 Allocator.configureForBatchWork()
+if CommandLine.arguments.count >= 2 && CommandLine.arguments[1] == "run" {
+    // A run's parent decodes nothing (its workers do): no libvips module to load.
+    LibVips.loadNoModules()
+}
 // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
 // reported (exit 74), not kill the process with SIGXFSZ.
 signal(SIGXFSZ, SIG_IGN)

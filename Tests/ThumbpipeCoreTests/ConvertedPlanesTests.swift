@@ -73,6 +73,27 @@ struct ConvertedPlanesTests {
         }
     }
 
+    @Test("All 8 orientations on the converting path, odd sizes: the store's pixels are libvips's exactly")
+    func orientations() throws {
+        // A turned source's upright rows come from tiles transposed in registers
+        // (4 × 4 pixels) with a pixel-at-a-time edge: every orientation, both edges.
+        let p3 = try ColourTests.profile(of: "edge/icc-display-p3_p3.png")
+        for orientation in 1...8 {
+            let plain = try PlanePathTests.oriented(orientation, width: 1001, height: 667, quality: 80)
+            let path = String(plain.dropLast(4)) + "-p3.jpg"
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain)))
+            try Data(Self.tagged(bytes, with: p3)).write(to: URL(fileURLWithPath: path))
+            let planes = try PlanePathTests.store(path, planes: true)
+            let libvips = try PlanePathTests.store(path, planes: false)
+            #expect(planes.path == .planesConverted, "orientation \(orientation): \(String(describing: planes.path))")
+            let ours = try PlanePathTests.decoded(planes.bytes)
+            let theirs = try PlanePathTests.decoded(libvips.bytes)
+            #expect(ours.width == theirs.width && ours.height == theirs.height, "orientation \(orientation)")
+            let differing = zip(ours.pixels, theirs.pixels).count { $0 != $1 }
+            #expect(differing == 0, "orientation \(orientation): \(differing) bytes differ from libvips's store")
+        }
+    }
+
     @Test(
         "Crafted Display P3 JPEGs on the converting path: never a crash; a refused one falls back to libvips, saying why; every store decodes"
     )

@@ -265,7 +265,8 @@ public final class FileDescriptor: Sendable {
     /// end), in chunks; throws EFBIG past `limit` bytes.
     public func readToEnd(limit: Int = .max) throws(Errno) -> [UInt8] {
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        // 64 KB (a pipe's buffer): a /proc file read once a second must not clear and fault in a megabyte.
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n = try read(into: &chunk)
             if n == 0 { return bytes }

@@ -207,6 +207,10 @@ public enum LibVips {
     /// - Throws: ``VipsError`` when libvips cannot start.
     public static func start() throws { try Vips.start() }
 
+    /// Makes libvips load none of its modules in this process (a run's parent,
+    /// which decodes nothing itself). Call it first thing, before any thread runs.
+    public static func loadNoModules() { VipsModules.loadNoneInThisProcess() }
+
     /// The libvips version, e.g. `8.14.1`.
     public static var version: String {
         "\(vips_version(0)).\(vips_version(1)).\(vips_version(2))"

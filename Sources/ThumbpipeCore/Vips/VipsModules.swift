@@ -19,15 +19,35 @@ enum VipsModules {
     /// chosen modules' paths in `THUMBPIPE_VIPS_MODULES`. Empty (libvips left to
     /// itself) when libvips has no module folder.
     static func workerEnvironment(allowing allowed: ImageFormats) -> [String: String] {
-        // libvips's own answer (it honours a VIPSHOME the user set, and sets it
-        // in this process's environment once it has guessed).
-        guard let libdir = vips_guess_libdir("thumbpipe", "VIPSHOME").map({ String(cString: $0) }) else { return [:] }
-        let folder = "\(libdir)/vips-modules-\(vips_version(0)).\(vips_version(1))"
-        guard let names = FileSystem.names(in: folder)?.compactMap(\.text) else { return [:] }
+        guard let folder = folder, let names = FileSystem.names(in: folder)?.compactMap(\.text) else { return [:] }
         let chosen = names.filter { $0.hasSuffix(".so") }.sorted().filter { name in
             formats[name].map(allowed.contains) ?? true
         }
         return ["VIPSHOME": folder, "THUMBPIPE_VIPS_MODULES": chosen.map { "\(folder)/\($0)" }.joined(separator: ":")]
+    }
+
+    /// libvips's module folder: the one beside the libvips this process loaded
+    /// (`…/vips-modules-8.14` beside `…/libvips.so.42`), nil when there is none.
+    /// Not libvips's own guess (vips_guess_libdir): that is made once a process
+    /// and kept, so it would outlive the VIPSHOME ``loadNoneInThisProcess()`` sets.
+    static let folder: String? = {
+        guard let library = CVipsShim_library_file().map({ String(cString: $0) }) else { return nil }
+        let folder =
+            "\((library as NSString).deletingLastPathComponent)/vips-modules-\(vips_version(0)).\(vips_version(1))"
+        return FileSystem.names(in: folder) == nil ? nil : folder
+    }()
+
+    /// Makes this process load no module when libvips starts, as a worker's
+    /// environment does for the modules its formats do not need: for a run's
+    /// parent, which decodes nothing (its workers do) and uses libvips only to
+    /// encode PNG thumbnails. Loading all five cost the parent 45–60 ms of CPU
+    /// (the dynamic linker binding ImageMagick, poppler, OpenSlide, libjxl and
+    /// libheif), on the cores its workers use. Call it before libvips starts
+    /// and before any thread runs: it sets the process's environment.
+    static func loadNoneInThisProcess() {
+        guard let folder else { return }
+        setenv("VIPSHOME", folder, 1)
+        setenv("THUMBPIPE_VIPS_MODULES", "", 1)
     }
 
     /// Loads the modules `THUMBPIPE_VIPS_MODULES` names (after vips_init). As
