@@ -34,8 +34,8 @@ int CVipsShim_init(const char *argv0, int threads_per_image);
 /// Loads one libvips module (e.g. .../vips-modules-8.14/vips-heif.so), as
 /// vips_init loads every module of its module folder.
 int CVipsShim_load_module(const char *path);
-// The file libvips itself was loaded from (dladdr), or NULL: where its modules
-// are, found without vips_guess_prefix, which keeps its first answer for good.
+/// The file libvips itself was loaded from (dladdr), or NULL: where its modules
+/// are, found without vips_guess_prefix, which keeps its first answer for good.
 const char *CVipsShim_library_file(void);
 
 /// The loader libvips picks for a file (e.g. "VipsForeignLoadJpegFile"), or NULL.
