@@ -34,7 +34,7 @@ enum VipsModules {
         guard let library = CVipsShim_library_file().map({ String(cString: $0) }) else { return nil }
         let folder =
             "\((library as NSString).deletingLastPathComponent)/vips-modules-\(vips_version(0)).\(vips_version(1))"
-        return FileSystem.names(in: folder) == nil ? nil : folder
+        return FileInfo(path: folder)?.kind == .directory ? folder : nil
     }()
 
     /// Makes this process load no module when libvips starts, as a worker's
