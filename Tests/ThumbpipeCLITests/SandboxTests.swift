@@ -394,6 +394,73 @@ struct SandboxTests {
         #expect(FileManager.default.fileExists(atPath: folder + "/out/items.archive"))
     }
 
+    @Test(
+        "A run's parent maps no libvips module (it decodes nothing, only encodes PNGs); its workers map the ones their formats need"
+    )
+    func parentLoadsNoModule() throws {
+        let (folder, manifest) = try photoCollection(
+            "modules", [("a.jpg", "Canon-EOS-1000D.jpg", "A", nil), ("slow.jpg", "Sigma-DP1-small.jpg", "S", nil)])
+        try FileManager.default.createDirectory(atPath: folder + "/marker", withIntermediateDirectories: true)
+        let marker = folder + "/marker/m"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.executable)
+        process.arguments = ["run", manifest, "-o", folder + "/out", "-q", "-j", "1"]
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["THUMBPIPE_FAULT": "pause:slow.jpg", "THUMBPIPE_FAULT_MARKER": marker]) { $1 }
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let parent = process.processIdentifier
+        // Read to the end (a /proc file says it is empty, so Foundation's reads stop at its first page).
+        func read(_ path: String) -> String {
+            guard let file = try? FileDescriptor.open(path, O_RDONLY) else { return "" }
+            defer { try? file.close() }
+            return String(decoding: (try? file.readToEnd()) ?? [], as: UTF8.self)
+        }
+        func lines(_ path: String) -> [String] { read(path).split(separator: "\n").map(String.init) }
+        func threads(_ pid: Int32) -> [String] {
+            FileSystem.names(in: "/proc/\(pid)/task")?.compactMap(\.text) ?? []
+        }
+        // The worker pauses 2 s on the second source (the smaller: a run takes the larger first).
+        // By then the parent has had the first item's reply and encoded its PNG: libvips has
+        // started there (its pool's threads show it).
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: marker) && Date() < deadline { usleep(10_000) }
+        var started = false
+        let settle = Date().addingTimeInterval(1.5)
+        while !started && Date() < settle {
+            started = threads(parent).contains { read("/proc/\(parent)/task/\($0)/comm").hasPrefix("libvips worker") }
+            if !started { usleep(20_000) }
+        }
+        let parentMaps = read("/proc/\(parent)/maps")
+        // The workers: the parent's descendants (a worker runs below its sandbox's first process).
+        var descendants: [Int32] = []
+        var queue = [parent]
+        while let pid = queue.popLast() {
+            let children = threads(pid).flatMap { lines("/proc/\(pid)/task/\($0)/children") }
+                .flatMap { $0.split(separator: " ").compactMap { Int32($0) } }
+            descendants += children
+            queue += children
+        }
+        var workerModules: Set<String> = []
+        for pid in descendants {
+            for line in lines("/proc/\(pid)/maps") {
+                if let path = line.split(separator: " ").last, path.contains("/vips-modules-") {
+                    workerModules.insert(String(path))
+                }
+            }
+        }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(started, "libvips started in the parent while the worker paused")
+        #expect(parentMaps.contains("libvips.so"), "the parent maps libvips itself")
+        #expect(
+            !parentMaps.contains("/vips-modules-"),
+            "the parent maps no module: \(parentMaps.split(separator: "\n").filter { $0.contains("vips-modules") })")
+        // The same folder, seen from the workers: the modules the default formats need (HEIF) are mapped there.
+        #expect(workerModules.contains { $0.hasSuffix("/vips-heif.so") }, "\(workerModules)")
+        #expect(!workerModules.contains { $0.hasSuffix("/vips-magick.so") }, "\(workerModules)")
+    }
+
     @Test("What a worker prints reaches the user's stderr relayed: prefixed, escapes shown as text, at most 64 KiB")
     func workerOutputRelayed() throws {
         let (folder, manifest) = try photoCollection("noisy", [("noisy.jpg", "Sigma-DP1-small.jpg", "N", nil)])
