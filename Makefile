@@ -181,7 +181,7 @@ bench: deps
 	@test -f /usr/include/turbojpeg.h || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libturbojpeg0-dev; }
 	cc -O2 -Wall -o Benchmarks/work/codec-floor Benchmarks/CodecFloor/codec-floor.c -lturbojpeg
 	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 5 --memory --incremental \
-	  --peers thumbpipe,codec-floor,libvips-path,pyvips-floor,floor,pyvips,vips-cli,magick
+	  --peers thumbpipe,codec-floor,codec-floor-durable,libvips-path,pyvips-floor,floor,pyvips,vips-cli,magick
 	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
 	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
 

@@ -7,8 +7,14 @@
 // store of the same photo cannot avoid. One process per core, each taking every
 // N-th file of the listing, as thumbpipe's workers share a run.
 //
-// Usage: codec-floor LISTING OUT JOBS     (build: make bench, or
+// With `durable` as a fourth argument, each store file is written as a store
+// that must not be lost is (thumbpipe's): to a temporary name, fsync'd, renamed
+// into place, and the folder fsync'd once a process at the end. That peer
+// (codec-floor-durable) shows how much of a gap is durability, not codec work.
+//
+// Usage: codec-floor LISTING OUT JOBS [durable]   (build: make bench, or
 //        cc -O2 -o codec-floor codec-floor.c -lturbojpeg)
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +39,7 @@ static unsigned char *read_file(const char *path, unsigned long *size) {
 }
 
 // One file: decode to planes, encode the planes at Q50. Returns 0 or -1.
-static int transcode(tjhandle decoder, tjhandle encoder, const char *path, const char *out_folder) {
+static int transcode(tjhandle decoder, tjhandle encoder, const char *path, const char *out_folder, int durable) {
     unsigned long size = 0;
     unsigned char *jpeg = read_file(path, &size);
     if (!jpeg) return -1;
@@ -54,8 +60,12 @@ static int transcode(tjhandle decoder, tjhandle encoder, const char *path, const
     const char *name = strrchr(path, '/');
     char out[4096];
     if (snprintf(out, sizeof out, "%s/%s.jpg", out_folder, name ? name + 1 : path) >= (int)sizeof out) goto done;
-    FILE *f = fopen(out, "wb");
-    if (f && fwrite(store, 1, store_size, f) == store_size && fclose(f) == 0) status = 0;
+    char temporary[4200];
+    snprintf(temporary, sizeof temporary, "%s.tmp", out);
+    FILE *f = fopen(durable ? temporary : out, "wb");
+    if (f && fwrite(store, 1, store_size, f) == store_size && fflush(f) == 0 && (!durable || fsync(fileno(f)) == 0) &&
+        fclose(f) == 0)
+        status = durable && rename(temporary, out) ? -1 : 0;
     else if (f) fclose(f);
 done:
     for (int c = 0; c < 3; c++) free(planes[c]);
@@ -65,10 +75,11 @@ done:
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: codec-floor LISTING OUT JOBS\n");
+    if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "durable"))) {
+        fprintf(stderr, "usage: codec-floor LISTING OUT JOBS [durable]\n");
         return 64;
     }
+    const int durable = argc == 5;
     const int jobs = atoi(argv[3]) > 0 ? atoi(argv[3]) : 1;
     for (int job = 0; job < jobs; job++) {
         pid_t pid = fork();
@@ -82,10 +93,15 @@ int main(int argc, char **argv) {
         while (fgets(line, sizeof line, listing)) {
             line[strcspn(line, "\n")] = 0;
             if (!line[0] || index++ % jobs != job) continue;
-            if (transcode(decoder, encoder, line, argv[2])) {
+            if (transcode(decoder, encoder, line, argv[2], durable)) {
                 fprintf(stderr, "codec-floor: %s: %s\n", line, tjGetErrorStr2(decoder));
                 failed = 1;
             }
+        }
+        if (durable) {
+            const int folder = open(argv[2], O_RDONLY | O_DIRECTORY);
+            if (folder < 0 || fsync(folder) != 0) failed = 1;
+            if (folder >= 0) close(folder);
         }
         _exit(failed);
     }
