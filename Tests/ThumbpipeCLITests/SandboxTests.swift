@@ -433,16 +433,8 @@ struct SandboxTests {
         }
         let parentMaps = read("/proc/\(parent)/maps")
         // The workers: the parent's descendants (a worker runs below its sandbox's first process).
-        var descendants: [Int32] = []
-        var queue = [parent]
-        while let pid = queue.popLast() {
-            let children = threads(pid).flatMap { lines("/proc/\(pid)/task/\($0)/children") }
-                .flatMap { $0.split(separator: " ").compactMap { Int32($0) } }
-            descendants += children
-            queue += children
-        }
         var workerModules: Set<String> = []
-        for pid in descendants {
+        for pid in Self.descendants(of: parent) {
             for line in lines("/proc/\(pid)/maps") {
                 if let path = line.split(separator: " ").last, path.contains("/vips-modules-") {
                     workerModules.insert(String(path))
