@@ -100,11 +100,12 @@ test: deps
 # The test bundle run directly (`swift test` holds the build folder's lock, so two
 # of it cannot run at once); --skip rather than a second filter, so that a suite
 # added anywhere else runs too.
-TEST_BUNDLE = $(SWIFT) build --show-bin-path
+RUN_TESTS = "$$($(SWIFT) build --show-bin-path)/thumbpipePackageTests.xctest" --testing-library swift-testing
+CLI_SUITES = '^ThumbpipeCLITests\.'
 test-swift-cli:
-	"$$($(TEST_BUNDLE))/thumbpipePackageTests.xctest" --testing-library swift-testing --filter '^ThumbpipeCLITests\.'
+	$(RUN_TESTS) --filter $(CLI_SUITES)
 test-swift-rest:
-	"$$($(TEST_BUNDLE))/thumbpipePackageTests.xctest" --testing-library swift-testing --skip '^ThumbpipeCLITests\.'
+	$(RUN_TESTS) --skip $(CLI_SUITES)
 
 # deploy/kubernetes/job.yaml against the official Kubernetes schemas, offline
 # (kubernetes-validate from PyPI ships them), in a venv under .build; and a broken

@@ -22,19 +22,13 @@ struct RoundedClipTests {
         let gapY = max(0, y0 - (top + 1), top - y1)
         if gapX * gapX + gapY * gapY >= r * r { return 0 }
         let n = 256
-        var inside = 0
+        var hits = 0
         for j in 0..<n {
-            for i in 0..<n {
-                let px = Double(x) + (Double(i) + 0.5) / Double(n)
-                let py = Double(y) + (Double(j) + 0.5) / Double(n)
-                let cx = min(max(px, r), Double(width) - r)
-                let cy = min(max(py, r), Double(height) - r)
-                let dx = px - cx
-                let dy = py - cy
-                if dx * dx + dy * dy <= r * r { inside += 1 }
+            for i in 0..<n where inside(left + (Double(i) + 0.5) / Double(n), top + (Double(j) + 0.5) / Double(n)) {
+                hits += 1
             }
         }
-        return Double(inside) / Double(n * n)
+        return Double(hits) / Double(n * n)
     }
 
     @Test(arguments: [(80, 80, 10.0), (120, 80, 10.0), (80, 80, 40.0), (40, 40, 7.5), (61, 33, 16.5), (30, 90, 0.0)])
