@@ -49,6 +49,10 @@ deps:
 	  echo "make: installing libjpeg62-turbo-dev (pkg-config cannot find libjpeg)"; \
 	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libjpeg62-turbo-dev; \
 	fi
+	@if ! pkg-config --exists zlib; then \
+	  echo "make: installing zlib1g-dev (pkg-config cannot find zlib)"; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zlib1g-dev; \
+	fi
 	@# The plane path's test reads its store files back with libjpeg-turbo's djpeg.
 	@command -v djpeg >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }
 	@if ! pkg-config --exists libseccomp; then \
@@ -137,7 +141,7 @@ slurm-run:
 # Every fuzz target SECONDS seconds under libFuzzer and AddressSanitizer, outside
 # the normal build (its own build folder), one line a target; non-zero on a finding.
 SECONDS ?= 180
-FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes
+FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes thumbnail-png
 FUZZ_BUILD = .build/fuzz
 fuzz: deps
 	$(SWIFT) build -c release --product thumbpipe-fuzz --build-path $(FUZZ_BUILD) \

@@ -43,6 +43,12 @@ let cLibraries: [Target] = [
         pkgConfig: "fontconfig",
         providers: [.apt(["libfontconfig-dev"])]
     ),
+    // zlib's crc32, for the chunks of a thumbnail read back from the state (Debian: zlib1g-dev).
+    .systemLibrary(
+        name: "CZlib",
+        pkgConfig: "zlib",
+        providers: [.apt(["zlib1g-dev"])]
+    ),
     // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
     .systemLibrary(
         name: "CSeccomp",
@@ -83,7 +89,7 @@ let products: [Target] = [
         name: "ThumbpipeCore",
         dependencies: [
             "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox", "CFontconfig",
-            "CSystem",
+            "CSystem", "CZlib",
         ]
     ),
     .executableTarget(

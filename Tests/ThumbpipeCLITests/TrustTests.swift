@@ -58,6 +58,54 @@ struct TrustTests {
         #expect(try KeyedArchiveReader(path: out + "/items.archive").count == 6)
     }
 
+    @Test(
+        "A thumbnail in the state that is not the one thumbpipe made (cut short, a bit flipped, another size, gone) is made again, never archived"
+    )
+    func damagedRecordedThumbnails() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        #expect(try c.run("out").status == 0)
+        do {
+            let state = try RunState(folder: out)
+            func damage(_ key: String, _ change: (Data) throws -> Data?) throws {
+                let record = try #require(try state.record(forKey: key))
+                let png = try #require(try state.thumbnail(forKey: key))
+                try state.save(record, thumbnail: try change(png))
+            }
+            try damage("k0") { $0.dropLast() }
+            try damage("k1") { png in
+                var bytes = png
+                bytes[bytes.count / 2] ^= 0x10
+                return bytes
+            }
+            try damage("k2") { _ in
+                try PNGEncode().apply(RGBABuffer(width: 40, height: 40, pixels: [UInt8](repeating: 200, count: 6400)))
+            }
+            try damage("k3") { _ in nil }
+            try state.commit()
+        }
+        // A night that rewrites the archive (item 4's value edited) reuses the other thumbnails from the state.
+        let edited = try String(contentsOfFile: c.manifest, encoding: .utf8)
+            .replacingOccurrences(of: #""valueInDollars": 4,"#, with: #""valueInDollars": 40,"#)
+        try edited.write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        let night = try c.run("out", ["--log", c.folder + "/night.jsonl"])
+        #expect(night.status == 0, "\(night.stderr)")
+        let counts = c.incremental(night.report)
+        #expect(counts["changed"] == 4 && counts["metadata"] == 1 && counts["unchanged"] == 1, "\(counts)")
+        #expect(counts["decoded"] == 4, "only the four damaged items are decoded: \(counts)")
+        let changedBy = (night.report["incremental"] as? [String: Any])?["changedBy"] as? [String: Int]
+        #expect(changedBy == ["output": 4])
+        let log = try String(contentsOfFile: c.folder + "/night.jsonl", encoding: .utf8)
+        #expect(log.components(separatedBy: "the state's thumbnail missing or damaged").count - 1 == 4, "\(log)")
+        #expect(try c.run("fresh").status == 0)
+        #expect(try c.archive("out") == c.archive("fresh"), "the archive holds the thumbnails a fresh run makes")
+        let state = try RunState(folder: out, readOnly: true)
+        for key in ["k0", "k1", "k2", "k3"] {
+            let png = try #require(try state.thumbnail(forKey: key), "\(key): recorded again")
+            #expect(PNGInfo.thumbnailProblem(png, width: 80, height: 80) == nil, "\(key): recorded again")
+        }
+    }
+
     @Test("An archive edited in place, its size and time kept, is written anew by the next run, changed or not")
     func editedArchive() throws {
         let c = try Collection()

@@ -444,6 +444,75 @@ extension ItemLedgerTests {
     }
 
     @Test(
+        "A recorded thumbnail gone or damaged: made again as a changed item (a moved one's store file too); a kept or failed item is not"
+    )
+    func remaking() throws {
+        let damaged = "the state's thumbnail missing or damaged"
+        let unchanged = try #require(
+            Self.ledger(
+                Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged),
+                previous: Self.previous()
+            ).remakingThumbnail())
+        #expect(unchanged.thumbnail == .make && unchanged.store == .keep && !unchanged.settlesWithoutJob)
+        #expect(unchanged.work?.itemClass == .changed && unchanged.work?.reason == damaged)
+        #expect(unchanged.work?.reasons.changeKind == "output" && unchanged.remadeFrom == .unchanged)
+        let job = unchanged.job(source: "/photos/bike.jpg")
+        #expect(job.makeThumbnail && !job.makeStore, "the store file stays")
+        let settled = unchanged.settle(
+            thumbnail: .success(Self.png), outcome: Self.outcome(header: nil), date: Self.exif, dateGuess: nil,
+            storeInPlace: false, sourceStamp: { nil }, storeStamp: { FileStamp(size: 30, modified: 40) }, logs: true)
+        #expect(settled.finished.remadeFrom == .unchanged && settled.finished.archived.thumbnailData == Self.png)
+        #expect(settled.finished.record?.thumbnailFingerprint == "T1")
+        #expect(settled.finished.log?.action == .changed && settled.finished.log?.reason == damaged)
+
+        let metadata = try #require(
+            Self.ledger(
+                Self.item(), Self.work(.metadata, thumbnail: false, store: false, .fieldsChanged),
+                previous: Self.previous()
+            ).remakingThumbnail())
+        #expect(metadata.thumbnail == .make && metadata.store == .keep)
+        #expect(metadata.work?.reason == "fields edited, \(damaged)" && metadata.remadeFrom == .metadata)
+
+        var newKey = Self.item()
+        newKey.itemKey = "NEWKEY"
+        let moved = try #require(
+            ItemLedger(
+                item: newKey, index: 0, work: Self.work(.moved, thumbnail: false, store: false, .moved),
+                previous: Self.previous(), fingerprints: Self.fingerprints, manifestDate: Self.manifestDate,
+                recordsState: true, movedFrom: "KEY"
+            ).remakingThumbnail())
+        #expect(
+            moved.thumbnail == .make && moved.store == .make,
+            "a moved store file is placed only beside a good thumbnail")
+        #expect(moved.storeEffectBeforeJob(reused: nil) == .none && moved.remadeFrom == .moved)
+
+        let storeRedone = try #require(
+            Self.ledger(
+                Self.item(), Self.work(.changed, thumbnail: false, store: true, .storeSettingsChanged),
+                previous: Self.previous()
+            ).remakingThumbnail())
+        #expect(storeRedone.thumbnail == .make && storeRedone.store == .make)
+        #expect(storeRedone.work?.reasons.changeKind == "settings" && storeRedone.remadeFrom == .changed)
+
+        let kept = Self.ledger(
+            Self.item(), Self.work(.kept, thumbnail: false, store: false, .sourceMissing), previous: Self.previous())
+        #expect(kept.remakingThumbnail() == nil, "its photo is missing")
+        #expect(
+            kept.reusedThumbnail(recorded: Self.previous(), png: Data([0]), problem: "not a PNG")
+                == .failure(ItemFailure(.decode, "the previous run's thumbnail in its state is damaged (not a PNG)")))
+        var failed = Self.previous()
+        failed.failure = ItemFailure(.decode, "bad")
+        #expect(
+            Self.ledger(
+                Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: failed
+            )
+            .remakingThumbnail() == nil, "a recorded failure has no thumbnail to lose")
+        #expect(
+            Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new)).remakingThumbnail() == nil,
+            "nothing reused")
+    }
+
+    @Test(
         "Moved: the old key's outputs under the new key, no job; the record is the old one under the new key and path")
     func settleMoved() throws {
         var work = Self.work(.moved, thumbnail: false, store: false, .moved)

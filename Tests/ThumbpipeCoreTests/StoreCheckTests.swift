@@ -65,3 +65,110 @@ struct StoreCheckTests {
         #expect(Self.problem(Data(good.prefix(2)) + com + good.dropFirst(2), width, height, metadata: true) == nil)
     }
 }
+
+/// The parent's check of a thumbnail read back from its own state before it goes
+/// into the archive: what passes is what thumbpipe's PNG encoder writes for the canvas.
+@Suite("Recorded thumbnail check: the state's PNG, checked before it is archived", .vipsStarted)
+struct RecordedThumbnailCheckTests {
+    /// A thumbnail as the parent encodes one: 80×80 RGBA, with some structure to compress.
+    static let made: Data = {
+        var pixels = [UInt8](repeating: 0, count: 80 * 80 * 4)
+        for i in pixels.indices { pixels[i] = UInt8(truncatingIfNeeded: i * 7 / 5) }
+        return try! PNGEncode().apply(RGBABuffer(width: 80, height: 80, pixels: pixels))
+    }()
+
+    /// CRC-32 (ISO 3309, as PNG uses it), bit by bit: written apart from zlib's, which the check uses.
+    static func crc(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    static func be32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+
+    /// A chunk with a right CRC.
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let body = Array(type.utf8) + data
+        return be32(data.count) + body + be32(Int(crc(body)))
+    }
+
+    /// The chunks of `png`: (type, data), in order.
+    static func chunks(_ png: Data) -> [(String, [UInt8])] {
+        let bytes = [UInt8](png)
+        var at = 8
+        var result: [(String, [UInt8])] = []
+        while at + 12 <= bytes.count {
+            let length = bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            result.append(
+                (String(decoding: bytes[at + 4..<at + 8], as: UTF8.self), Array(bytes[at + 8..<at + 8 + length])))
+            at += 12 + length
+        }
+        return result
+    }
+
+    /// A PNG made of `chunks`, each with a right CRC.
+    static func assemble(_ chunks: [(String, [UInt8])]) -> Data {
+        Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunks.flatMap { chunk($0.0, $0.1) })
+    }
+
+    static func problem(_ png: Data) -> String? { PNGInfo.thumbnailProblem(png, width: 80, height: 80) }
+
+    @Test("thumbpipe's own thumbnail passes, and so does it rebuilt chunk by chunk with an ancillary chunk added")
+    func made() {
+        #expect(Self.problem(Self.made) == nil)
+        var chunks = Self.chunks(Self.made)
+        #expect(Self.assemble(chunks) == Self.made, "the test's CRC agrees with the encoder's")
+        chunks.insert(("tEXt", Array("Comment\0ok".utf8)), at: 1)
+        #expect(Self.problem(Self.assemble(chunks)) == nil)
+    }
+
+    @Test("Every way a stored blob can be other than thumbpipe's thumbnail is named")
+    func refused() {
+        let made = Self.made
+        let chunks = Self.chunks(made)
+        let ihdr = chunks[0].1
+        func withIHDR(_ change: (inout [UInt8]) -> Void) -> Data {
+            var header = ihdr
+            change(&header)
+            return Self.assemble([("IHDR", header)] + chunks.dropFirst())
+        }
+        var flipped = made
+        flipped[made.count / 2] ^= 0x01
+        let cases: [(String, Data, String)] = [
+            ("empty", Data(), "not a PNG"),
+            ("a JPEG", Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0, count: 40)), "not a PNG"),
+            ("the signature alone", made.prefix(8), "cut short after 8 bytes"),
+            ("one byte short", made.dropLast(), "cut short"),
+            ("a bit flipped in its data", flipped, "CRC does not match"),
+            ("bytes after IEND", made + Data([0]), "bytes after its end"),
+            (
+                "another size",
+                withIHDR {
+                    $0[3] = 40; $0[7] = 40
+                }, "40×40 pixels, not 80×80"
+            ),
+            ("16-bit", withIHDR { $0[8] = 16 }, "not 8-bit RGBA"),
+            ("RGB without alpha", withIHDR { $0[9] = 2 }, "not 8-bit RGBA"),
+            ("interlaced", withIHDR { $0[12] = 1 }, "not a plain (non-interlaced) PNG"),
+            ("no IHDR first", Self.assemble(Array(chunks.dropFirst())), "no IHDR first"),
+            ("IHDR twice", Self.assemble([chunks[0]] + chunks), "IHDR out of place"),
+            ("no image data", Self.assemble(chunks.filter { $0.0 != "IDAT" }), "no image data"),
+            (
+                "an unknown critical chunk", Self.assemble([chunks[0], ("EVIL", [1, 2, 3])] + chunks.dropFirst()),
+                "an unknown critical chunk 'EVIL'"
+            ),
+            (
+                "a chunk claiming more than there is",
+                made.prefix(33) + Data(Self.be32(0x7FFF_FFFF) + Array("IDAT".utf8) + [0, 0, 0, 0]),
+                "cut short in chunk 2"
+            ),
+        ]
+        for (name, bytes, expected) in cases {
+            let problem = Self.problem(bytes)
+            #expect(problem?.contains(expected) == true, "\(name): \(problem ?? "passed")")
+        }
+    }
+}

@@ -36,6 +36,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// first and last bytes are fixed; trailing bytes after its end are not); a store it makes must
     /// be well formed and decode again.
     case jpegPlanes = "jpeg-planes"
+    /// The check of a thumbnail read back from the state (``PNGInfo/thumbnailProblem(_:width:height:)``):
+    /// the parent runs it on a blob it did not just write; what it passes must have the
+    /// canvas's IHDR.
+    case thumbnailPNG = "thumbnail-png"
 
     /// Runs the target on `bytes`.
     /// - Returns: nil, or what property broke (a finding, as a crash is).
@@ -52,7 +56,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .dates: return Self.dates(array)
         case .sniff: _ = ImageFormat.sniff(Array(array.prefix(512)))
         case .jpegPlanes: return Self.jpegPlanes(bytes)
+        case .thumbnailPNG: return Self.thumbnailPNG(bytes)
         }
+        return nil
+    }
+
+    private static func thumbnailPNG(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard PNGInfo.thumbnailProblem(bytes, width: 80, height: 80) == nil else { return nil }
+        let data = Data(bytes)
+        guard let size = PNGInfo.size(data), size == (80, 80), let format = PNGInfo.format(data), format == (8, 6)
+        else { return "passed as an 80×80 RGBA thumbnail without that IHDR" }
         return nil
     }
 

@@ -37,8 +37,10 @@ extension RunReport {
     }
 
     /// The plan's figures: classes, changes, removals, moves (old key → new key)
-    /// and the time the reused items saved; all items new without a plan.
-    mutating func take(_ plan: IncrementalPlan?, manifest: Manifest) {
+    /// and the time the reused items saved; all items new without a plan. Items
+    /// the run made again because their recorded thumbnail was missing or damaged
+    /// (`remade`, by the class the plan gave them) count as changed, by `output`.
+    mutating func take(_ plan: IncrementalPlan?, manifest: Manifest, remade: [ItemClass: Int] = [:]) {
         guard let plan else {
             incremental.new = manifest.items.count
             return
@@ -61,6 +63,17 @@ extension RunReport {
         }
         incremental.movedItems = Array(moved.prefix(Self.listedItems))
         incremental.timeSavedSeconds = StageTimings.round(plan.savedSeconds)
+        // A changed item stays changed, by what changed first; the others move to changed, by `output`.
+        for (planned, count) in remade {
+            switch planned {
+            case .metadata: incremental.metadata -= count
+            case .moved: incremental.moved -= count
+            case .unchanged: incremental.unchanged -= count
+            default: continue
+            }
+            incremental.changed += count
+            incremental.changedBy["output", default: 0] += count
+        }
     }
 
     /// The workers' memory and confinement (when they were confined), and the run's peaks.

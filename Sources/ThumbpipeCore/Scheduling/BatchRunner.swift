@@ -153,7 +153,7 @@ public final class BatchRunner: Sendable {
         report.takeWorkers(
             supervisor, confined: options.sandbox != .off, sampledPeak: sampledPeak,
             proportionalPeak: sampler.proportionalPeak)
-        report.take(plan, manifest: manifest)
+        report.take(plan, manifest: manifest, remade: totals.remade)
         (report.incremental.archiveItemsCopied, report.incremental.archiveBytesCopied) = sink.archiveCopies
         let archiveHash: String
         do {

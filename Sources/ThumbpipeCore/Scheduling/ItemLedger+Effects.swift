@@ -6,11 +6,21 @@ import Foundation
 /// carries out each ``StoreEffect`` and reports a ``StoreFact``; it decides nothing.
 extension ItemLedger {
     /// The previous run's thumbnail of an item whose thumbnail is not redone: its
-    /// recorded failure, its PNG from the state, or a failure when the state lost it.
-    func reusedThumbnail(recorded previous: ItemRecord, png: Data?) -> Result<Data, ItemFailure> {
+    /// recorded failure, its PNG from the state, or a failure when the state lost
+    /// it or holds something else (`problem`, ``PNGInfo/thumbnailProblem(_:width:height:)``'s
+    /// answer) and the item cannot be made again (``remakingThumbnail()``).
+    func reusedThumbnail(recorded previous: ItemRecord, png: Data?, problem: String? = nil) -> Result<
+        Data, ItemFailure
+    > {
         if let recorded = previous.failure { return .failure(recorded) }
-        if let png { return .success(png) }
-        return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
+        guard let png else {
+            return .failure(ItemFailure(.decode, "the previous run's thumbnail is missing from its state"))
+        }
+        if let problem {
+            return .failure(
+                ItemFailure(.decode, "the previous run's thumbnail in its state is damaged (\(problem))"))
+        }
+        return .success(png)
     }
 
     /// What the runner does with the item's store file.

@@ -84,6 +84,10 @@ struct ItemLedger: Sendable {
     /// The key a moved item had (its photo's record), when it moved to a new one.
     let movedFrom: String?
 
+    /// The class the plan gave an item that is made again because its recorded
+    /// thumbnail could not be reused (``remakingThumbnail()``); nil otherwise.
+    private(set) var remadeFrom: ItemClass? = nil
+
     /// The item's `--log` line, naming its old key when it moved to a new one.
     func logEntry(action: ItemAction, reason: String, milliseconds: Double = 0) -> ItemLogEntry {
         var entry = ItemLogEntry(item, action: action, reason: reason, milliseconds: milliseconds)
@@ -121,6 +125,28 @@ struct ItemLedger: Sendable {
         } else {
             store = movedFrom.map { .move(from: $0) } ?? .keep
         }
+    }
+
+    /// The ledger of an item whose recorded thumbnail cannot be reused (the state
+    /// lost it, or holds bytes that are not a thumbnail thumbpipe made): a changed
+    /// item whose thumbnail its job makes again from the photo, and a moved item's
+    /// store file too (one is linked to its new name only beside a good thumbnail).
+    /// Nil when the photo cannot be read (a kept item) or nothing is reused: the
+    /// item then fails as ``reusedThumbnail(recorded:png:problem:)`` says.
+    func remakingThumbnail() -> ItemLedger? {
+        guard thumbnail == .reuse, var redone = work, redone.itemClass != .kept, previous?.failure == nil else {
+            return nil
+        }
+        if case .move = store { redone.needsStore = true }
+        redone.needsThumbnail = true
+        redone.itemClass = .changed
+        redone.reasons.remove(.unchanged)
+        redone.reasons.insert(.recordedThumbnailDamaged)
+        var ledger = ItemLedger(
+            item: item, index: index, work: redone, previous: previous, fingerprints: fingerprints,
+            manifestDate: manifestDate, recordsState: recordsState, movedFrom: movedFrom)
+        ledger.remadeFrom = work?.itemClass
+        return ledger
     }
 
     /// Whether the item is settled without a job: it has no photo, or nothing of it is redone.
@@ -291,6 +317,7 @@ struct ItemLedger: Sendable {
                 seconds: StageTimings.round(finished.spans.values.reduce(0, +)),
                 thumbnail: png)
         }
+        finished.remadeFrom = remadeFrom
         if recordsState {
             if failure?.transient == true {
                 // A circumstance of this run (a timeout, a crash): tried again next run.

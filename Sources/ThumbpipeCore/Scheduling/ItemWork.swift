@@ -66,6 +66,9 @@ public struct WorkReasons: OptionSet, Sendable {
     /// The record holds no hash of the item's fields yet (a state of schema 1 or 2):
     /// the item is recorded again, so the next edit of them is seen.
     static let fieldsUnrecorded = WorkReasons(rawValue: 1 << 17)
+    /// The thumbnail the state holds for it is missing or is not one thumbpipe
+    /// made (found when the run reads it, not by the plan): made again.
+    public static let recordedThumbnailDamaged = WorkReasons(rawValue: 1 << 18)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
@@ -76,6 +79,7 @@ public struct WorkReasons: OptionSet, Sendable {
         (.stateRebuilt, "state rebuilt: outputs adopted, not proven"),
         (.codeChanged, "thumbpipe or libvips upgraded (output version)"), (.fieldsChanged, "fields edited"),
         (.moved, "same content under a new path or key"),
+        (.recordedThumbnailDamaged, "the state's thumbnail missing or damaged"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -92,7 +96,7 @@ public struct WorkReasons: OptionSet, Sendable {
         if !isDisjoint(with: [.sourceChanged, .imageRemoved]) { return "source" }
         if !isDisjoint(with: [.thumbnailSettingsChanged, .storeSettingsChanged, .limitsChanged]) { return "settings" }
         if contains(.codeChanged) { return "algorithm" }
-        if !isDisjoint(with: [.storeFileMissing, .storeFileDamaged]) { return "output" }
+        if !isDisjoint(with: [.storeFileMissing, .storeFileDamaged, .recordedThumbnailDamaged]) { return "output" }
         return "source back"
     }
 }

@@ -23,6 +23,9 @@ struct FinishedItem: Sendable {
     var log: ItemLogEntry?
     /// Its date is a guess (the file's time).
     var dateGuess: DateGuess?
+    /// The class the plan gave it, when its recorded thumbnail was missing or
+    /// damaged and it was made again (counted as changed).
+    var remadeFrom: ItemClass?
 
     init(index: Int, archived: ArchivedItem, record: ItemRecord? = nil, thumbnail: Data? = nil, hasImage: Bool) {
         self.index = index
@@ -158,6 +161,8 @@ final class OrderedSink: Sendable {
         var profiles = ProfileCollector()
         var dateGuesses: [DateGuess] = []
         var dateGuessCount = 0
+        /// Items made again for a missing or damaged recorded thumbnail, by the class the plan gave them.
+        var remade: [ItemClass: Int] = [:]
     }
 
     private let buffer = Mutex(Buffer())
@@ -288,6 +293,7 @@ final class OrderedSink: Sendable {
                 totals.sourceBytes += item.bytesRead
                 if item.decoded { totals.decodedItems += 1 }
                 if let profile = item.profile { totals.profiles.add(profile) }
+                if let from = item.remadeFrom { totals.remade[from, default: 0] += 1 }
                 if let guess = item.dateGuess {
                     totals.dateGuessCount += 1
                     if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }

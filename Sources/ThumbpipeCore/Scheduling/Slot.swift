@@ -79,13 +79,27 @@ struct Slot {
         let previous =
             ItemLedger.needsPreviousRecord(item, work: work)
             ? try state?.record(forKey: movedFrom ?? item.itemKey) : nil
-        let ledger = runner.ledger(index, previous: previous)
-        let reused = previous.flatMap { previous in
-            ledger.thumbnail == .reuse
-                ? ledger.reusedThumbnail(
-                    recorded: previous,
-                    png: previous.failure == nil ? try? state?.thumbnail(forKey: movedFrom ?? item.itemKey) : nil)
-                : nil
+        var ledger = runner.ledger(index, previous: previous)
+        var reused: Result<Data, ItemFailure>? = nil
+        if let previous, ledger.thumbnail == .reuse {
+            // The state's thumbnail goes into the archive as it is, so it is checked
+            // first; one that is gone or damaged is made again when the photo is there.
+            var png: Data? = nil
+            var problem: String? = nil
+            if previous.failure == nil {
+                png = try? state?.thumbnail(forKey: movedFrom ?? item.itemKey)
+                problem =
+                    png.map {
+                        PNGInfo.thumbnailProblem(
+                            $0, width: runner.settings.thumbnail.pixelWidth,
+                            height: runner.settings.thumbnail.pixelHeight)
+                    } ?? "missing"
+            }
+            if problem != nil, let remade = ledger.remakingThumbnail() {
+                ledger = remade
+            } else {
+                reused = ledger.reusedThumbnail(recorded: previous, png: png, problem: problem)
+            }
         }
         _ = try store.carryOut(
             ledger.storeEffectBeforeJob(reused: reused), key: item.itemKey, source: item.imagePath, bytes: nil,

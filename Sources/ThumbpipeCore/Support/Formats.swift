@@ -1,3 +1,4 @@
+import CZlib
 import Foundation
 
 /// ISO 8601 text for dates, UTC, whole seconds unless the date has a fraction.
@@ -53,5 +54,59 @@ public enum PNGInfo {
         let bytes = [UInt8](data.prefix(33))
         guard size(data) != nil, bytes.count >= 26 else { return nil }
         return (Int(bytes[24]), Int(bytes[25]))
+    }
+
+    /// Why `data` is not a thumbnail as thumbpipe encodes one, or nil when it is: a
+    /// PNG whose IHDR says `width`×`height`, 8-bit RGBA, not interlaced; then only
+    /// IDAT and ancillary chunks, every chunk's CRC right, ending with IEND at
+    /// the last byte. It reads the chunks, not the pixels (no inflate): enough to
+    /// tell a thumbnail thumbpipe stored from a truncated, bit-rotten or foreign
+    /// blob, without decoding a PNG in the parent.
+    public static func thumbnailProblem(_ data: Data, width: Int, height: Int) -> String? {
+        data.withUnsafeBytes { thumbnailProblem($0, width: width, height: height) }
+    }
+
+    static func thumbnailProblem(_ bytes: UnsafeRawBufferPointer, width: Int, height: Int) -> String? {
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        guard bytes.count >= 8, bytes.prefix(8).elementsEqual(signature) else { return "not a PNG" }
+        func be32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
+        func name(_ at: Int) -> String { String(decoding: bytes[at..<at + 4], as: UTF8.self) }
+        var at = 8
+        var chunk = 0
+        var sawData = false
+        while true {
+            guard bytes.count - at >= 12 else { return "cut short after \(at) bytes" }
+            let length = be32(at)
+            let type = be32(at + 4)
+            // 12 bytes of length, type and CRC around `length` bytes of data.
+            guard length <= bytes.count - at - 12 else {
+                return "cut short in chunk \(chunk + 1) (\(length) bytes claimed)"
+            }
+            let crc = crc32(0, bytes.baseAddress! + at + 4, UInt32(4 + length))
+            guard crc == UInt(be32(at + 8 + length)) else { return "chunk \(chunk + 1)'s CRC does not match" }
+            let data = at + 8
+            guard chunk > 0 || type == 0x4948_4452 else { return "no IHDR first" }
+            switch type {
+            case 0x4948_4452:  // IHDR
+                guard chunk == 0, length == 13 else { return "IHDR out of place" }
+                let (w, h) = (be32(data), be32(data + 4))
+                guard w == width, h == height else { return "\(w)×\(h) pixels, not \(width)×\(height)" }
+                guard bytes[data + 8] == 8, bytes[data + 9] == 6 else { return "not 8-bit RGBA" }
+                guard bytes[data + 10] == 0, bytes[data + 11] == 0, bytes[data + 12] == 0 else {
+                    return "not a plain (non-interlaced) PNG"
+                }
+            case 0x4944_4154:  // IDAT
+                sawData = true
+            case 0x4945_4E44:  // IEND
+                guard sawData else { return "no image data" }
+                guard length == 0, at + 12 == bytes.count else { return "bytes after its end" }
+                return nil
+            default:
+                // Anything else must be ancillary (a lower-case first letter).
+                guard type & 0x2000_0000 != 0 else { return "an unknown critical chunk '\(name(at + 4))'" }
+            }
+            at = data + length + 4
+            chunk += 1
+        }
     }
 }
