@@ -179,9 +179,21 @@ public struct RunReport: Sendable, Codable {
         }
     }
 
-    /// A report from the JSON ``write(to:)`` wrote.
+    /// A report from the JSON ``write(to:)`` wrote, checked as a file read back
+    /// must be (``ReportBounds``): a damaged or crafted `report.json` is refused
+    /// here rather than drawn.
+    /// - Throws: a decoding error, or ``ReportBounds/Problem`` naming what is out of bounds.
     public static func decoded(_ data: Data) throws -> RunReport {
-        try JSONDecoder().decode(RunReport.self, from: data)
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            throw ReportBounds.Problem("not JSON")
+        }
+        if let problem = ReportBounds.problem(json) { throw problem }
+        let report = try JSONDecoder().decode(RunReport.self, from: data)
+        if let problem = ReportBounds.problem(report) { throw problem }
+        return report
     }
 
     /// Writes the report atomically to `OUT/.thumbpipe/report.json`.
@@ -257,5 +269,60 @@ extension RunReport {
         merged.warnings.sort { $0.line < $1.line }
         merged.counts.failed = merged.failures.count
         return merged
+    }
+}
+
+/// What a report read back may hold: the numbers and list lengths thumbpipe
+/// itself writes, so that drawing, merging or summing them can neither trap nor
+/// run away. Every number is finite, not negative and at most 2^53 (the
+/// largest a JSON reader takes exactly, far above any count, byte total or
+/// time a run records); the lists a run caps keep their caps.
+public enum ReportBounds {
+    /// Why a report was refused.
+    public struct Problem: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The largest number a report may hold.
+    public static let largestNumber = 9_007_199_254_740_992.0
+
+    /// The first number out of bounds in parsed JSON, by its path.
+    static func problem(_ json: Any, path: String = "") -> Problem? {
+        switch json {
+        case let object as [String: Any]:
+            for key in object.keys.sorted() {
+                if let problem = problem(object[key]!, path: path.isEmpty ? key : path + "." + key) { return problem }
+            }
+        case let array as [Any]:
+            for (index, element) in array.enumerated() {
+                if let problem = problem(element, path: "\(path)[\(index)]") { return problem }
+            }
+        case is String, is NSNull, is Bool:
+            break
+        case let number as NSNumber:
+            let value = number.doubleValue
+            guard value >= 0, value <= largestNumber else {
+                return Problem("\(path) is \(number), outside 0…2^53")
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// A list longer than a run writes it.
+    static func problem(_ report: RunReport) -> Problem? {
+        let lists: [(String, Int, Int)] = [
+            ("slowest", report.slowest.count, ProfileCollector.slowestCount),
+            ("sample", report.sample.count, ProfileCollector.sampleCount),
+            ("datesFromFileTime", report.datesFromFileTime.count, RunReport.listedItems),
+            ("incremental.removedItems", report.incremental.removedItems.count, RunReport.listedItems),
+            ("incremental.movedItems", report.incremental.movedItems.count, RunReport.listedItems),
+        ]
+        for (name, count, cap) in lists where count > cap {
+            return Problem("\(name) lists \(count) items; a run lists at most \(cap)")
+        }
+        return nil
     }
 }

@@ -46,7 +46,8 @@ public struct SVGChart {
             let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? raw
             var values: [Double] = []
             var v = ceil(lower / step) * step
-            while v <= upper + step * 1e-9 {
+            // At most a few dozen ticks, whatever the range (a step too small to move v ends it too).
+            while v <= upper + step * 1e-9 && values.count < 50 && v + step > v {
                 values.append(abs(v) < step * 1e-9 ? 0 : v)
                 v += step
             }
