@@ -134,8 +134,16 @@ struct ScaleOutTests {
         let three = try startShard(manifest, "1/3", folder + "/three-1")
         three.waitUntilExit()
 
+        // A part whose report.json was edited: a count no run writes.
+        try FileManager.default.copyItem(atPath: folder + "/a-1", toPath: folder + "/a-1-report")
+        let reportPath = folder + "/a-1-report/.thumbpipe/report.json"
+        let edited = try String(contentsOfFile: reportPath, encoding: .utf8)
+            .replacingOccurrences(of: #""items" : "#, with: #""items" : -"#)
+        try edited.write(toFile: reportPath, atomically: true, encoding: .utf8)
+
         let cases: [([String], Int32, String)] = [
             ([folder + "/a-0"], 65, "shard 1/2 missing"),
+            ([folder + "/a-0", folder + "/a-1-report"], 65, "counts.items is -"),
             ([folder + "/a-0", folder + "/a-1", folder + "/a-1"], 64, "given twice"),
             ([folder + "/a-0", folder + "/radius-1"], 65, "different pipeline settings"),
             ([folder + "/a-0", folder + "/foreign-1"], 65, "different manifest"),

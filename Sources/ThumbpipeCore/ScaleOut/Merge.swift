@@ -84,6 +84,14 @@ public enum Merge {
         let readers = try parts.map {
             try KeyedArchiveReader(path: OutputFolder($0).layout.archive(first.archiveFileName))
         }
+        // The parts' reports, summed into the merge's: read (and checked) before anything is written.
+        let reports = try parts.map { part in
+            do {
+                return try RunReport.read(OutputFolder(part).layout.report)
+            } catch let error as ThumbpipeError {
+                throw ThumbpipeError(.dataError, "\(error.message); run that shard again")
+            }
+        }
         // The store files' hashes each part's state recorded: a store file replaced since is refused.
         let states = parts.map { part in
             FileSystem.exists(RunState.path(in: part))
@@ -172,7 +180,7 @@ public enum Merge {
                 try writer.append(item)
                 result.items += 1
             }
-            result.failures = try mergeReports(parts: parts, output: output)
+            result.failures = try mergeReports(reports, parts: parts, output: output)
             try writer.finish()
             for key in earlierKeys {
                 if (try? FileSystem.remove(OutputFolder(output).layout.store(key: key))) != nil { result.removed += 1 }
@@ -223,8 +231,7 @@ public enum Merge {
     /// Sums the parts' reports into the output's (``RunReport/merged(_:from:)``).
     /// - Returns: how many items failed in the parts.
     @discardableResult
-    static func mergeReports(parts: [String], output: String) throws -> Int {
-        let reports = parts.compactMap { try? RunReport.read(OutputFolder($0).layout.report) }
+    static func mergeReports(_ reports: [RunReport], parts: [String], output: String) throws -> Int {
         let merged = RunReport.merged(reports, from: parts)
         try merged.write(to: OutputFolder(output))
         return merged.failures.count
