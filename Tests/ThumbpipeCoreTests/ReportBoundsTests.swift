@@ -67,16 +67,21 @@ struct ReportBoundsTests {
         #expect(Self.distinctNumberPaths(try Self.report()).count > 100)
     }
 
-    @Test("Every number at 0 and at 2^53 in turn: decoded and drawn, no trap, no endless axis")
+    @Test("Every number at 0 and at 2^53 in turn: drawn (no trap, no endless axis), or refused as settings")
     func withinBounds() throws {
         let json = try Self.report()
         for path in Self.distinctNumberPaths(json) {
             for value in [0, ReportBounds.largestNumber] as [Double] {
                 let number: Any = value.rounded() == value ? Int(value) : value
                 let data = try JSONSerialization.data(withJSONObject: Self.setting(json, path[...], to: number))
-                // A number where the report has an integer takes only integers.
-                guard let report = try? RunReport.decoded(data) else {
-                    #expect(value.rounded() != value, "\(path) = \(value) refused")
+                let report: RunReport
+                do {
+                    report = try RunReport.decoded(data)
+                } catch {
+                    // Refused only where no run writes it: settings no pipeline file holds.
+                    #expect(
+                        path.first as? String == "settings" && "\(error)".hasPrefix("settings: "),
+                        "\(path) = \(value) refused: \(error)")
                     continue
                 }
                 #expect(HTMLReport.render(report).hasSuffix("</html>\n"), "\(path) = \(value)")
@@ -108,12 +113,28 @@ struct ReportBoundsTests {
         }
     }
 
-    @Test("Lists longer than a run writes them are refused")
-    func listCaps() throws {
-        var report = try RunReport.decoded(Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+    @Test(
+        "Past what a run writes: a capped list too long, settings no pipeline file holds, numbers adding up past 2^62")
+    func pastWhatARunWrites() throws {
+        let fixture = try RunReport.decoded(Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+        var report = fixture
         report.slowest = Array(repeating: report.slowest[0], count: 21)
-        let data = try JSONEncoder().encode(report)
-        #expect(Self.problem(data) == "slowest lists 21 items; a run lists at most 20")
+        #expect(Self.problem(try JSONEncoder().encode(report)) == "slowest lists 21 items; a run lists at most 20")
+        // Each number within bounds, their product not: width × scale is no canvas.
+        report = fixture
+        report.settings?.thumbnail.width = ReportBounds.largestNumber
+        report.settings?.thumbnail.scale = ReportBounds.largestNumber
+        #expect(Self.problem(try JSONEncoder().encode(report)).contains("thumbnail canvas must be 1 to 4096 pixels"))
+        report = fixture
+        report.settings?.archive.fileName = "../../etc/shadow"
+        #expect(Self.problem(try JSONEncoder().encode(report)).contains("is not a safe file name"))
+        // 513 buckets of 2^53 items each: every number in bounds, their sum past any Int.
+        report = fixture
+        report.histograms["decode"] = Array(repeating: [1, ReportBounds.largestNumber], count: 513)
+        #expect(Self.problem(try JSONEncoder().encode(report)).contains("past 2^62"))
+        report.histograms["decode"] = Array(repeating: [1, ReportBounds.largestNumber], count: 500)
+        let drawn = try RunReport.decoded(try JSONEncoder().encode(report))
+        #expect(HTMLReport.render(drawn).hasSuffix("</html>\n"), "500 × 2^53 is drawn")
     }
 
     @Test("An axis over any range has a few ticks: 2^53 wide, or a step too small to move a large value")

@@ -272,11 +272,13 @@ extension RunReport {
     }
 }
 
-/// What a report read back may hold: the numbers and list lengths thumbpipe
-/// itself writes, so that drawing, merging or summing them can neither trap nor
-/// run away. Every number is finite, not negative and at most 2^53 (the
-/// largest a JSON reader takes exactly, far above any count, byte total or
-/// time a run records); the lists a run caps keep their caps.
+/// What a report read back may hold: the numbers, settings and list lengths
+/// thumbpipe itself writes, so that drawing, merging or summing them can neither
+/// trap nor run away. Every number is finite, not negative and at most 2^53 (the
+/// largest a JSON reader takes exactly, far above any count, byte total or time a
+/// run records), and all of them together at most 2^62, so no sum of them
+/// overflows an `Int`; the settings pass the checks a pipeline file does; the
+/// lists a run caps keep their caps.
 public enum ReportBounds {
     /// Why a report was refused.
     public struct Problem: Error, CustomStringConvertible {
@@ -286,17 +288,27 @@ public enum ReportBounds {
 
     /// The largest number a report may hold.
     public static let largestNumber = 9_007_199_254_740_992.0
+    /// The largest sum of all of a report's numbers.
+    public static let largestTotal = 4_611_686_018_427_387_904.0
 
-    /// The first number out of bounds in parsed JSON, by its path.
-    static func problem(_ json: Any, path: String = "") -> Problem? {
+    /// The first number out of bounds in parsed JSON, by its path, or a total past ``largestTotal``.
+    static func problem(_ json: Any) -> Problem? {
+        var total = 0.0
+        if let problem = problem(json, path: "", total: &total) { return problem }
+        guard total <= largestTotal else { return Problem("its numbers add up to \(total), past 2^62") }
+        return nil
+    }
+
+    private static func problem(_ json: Any, path: String, total: inout Double) -> Problem? {
         switch json {
         case let object as [String: Any]:
             for key in object.keys.sorted() {
-                if let problem = problem(object[key]!, path: path.isEmpty ? key : path + "." + key) { return problem }
+                let inner = path.isEmpty ? key : path + "." + key
+                if let problem = problem(object[key]!, path: inner, total: &total) { return problem }
             }
         case let array as [Any]:
             for (index, element) in array.enumerated() {
-                if let problem = problem(element, path: "\(path)[\(index)]") { return problem }
+                if let problem = problem(element, path: "\(path)[\(index)]", total: &total) { return problem }
             }
         case is String, is NSNull, is Bool:
             break
@@ -305,14 +317,20 @@ public enum ReportBounds {
             guard value >= 0, value <= largestNumber else {
                 return Problem("\(path) is \(number), outside 0…2^53")
             }
+            total += value
         default:
             break
         }
         return nil
     }
 
-    /// A list longer than a run writes it.
+    /// Settings a pipeline file could not hold, or a list longer than a run writes it.
     static func problem(_ report: RunReport) -> Problem? {
+        do {
+            try report.settings?.validate(at: "settings")
+        } catch {
+            return Problem("\(error)")
+        }
         let lists: [(String, Int, Int)] = [
             ("slowest", report.slowest.count, ProfileCollector.slowestCount),
             ("sample", report.sample.count, ProfileCollector.sampleCount),
