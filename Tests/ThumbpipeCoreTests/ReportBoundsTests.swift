@@ -128,6 +128,11 @@ struct ReportBoundsTests {
         report = fixture
         report.settings?.archive.fileName = "../../etc/shadow"
         #expect(Self.problem(try JSONEncoder().encode(report)).contains("is not a safe file name"))
+        report = fixture
+        report.histograms["decode"] = [[1, 2], []]
+        #expect(
+            Self.problem(try JSONEncoder().encode(report))
+                == "histograms.decode[1] is not a pair of milliseconds and items")
         // 513 buckets of 2^53 items each: every number in bounds, their sum past any Int.
         report = fixture
         report.histograms["decode"] = Array(repeating: [1, ReportBounds.largestNumber], count: 513)

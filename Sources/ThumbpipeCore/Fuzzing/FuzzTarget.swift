@@ -40,6 +40,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// the parent runs it on a blob it did not just write; what it passes must have the
     /// canvas's IHDR.
     case thumbnailPNG = "thumbnail-png"
+    /// A `report.json` read back (`report`, `merge`, `contact-sheet`): what ``ReportBounds``
+    /// lets through is drawn as the report page without a trap.
+    case report
 
     /// Runs the target on `bytes`.
     /// - Returns: nil, or what property broke (a finding, as a crash is).
@@ -57,6 +60,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .sniff: _ = ImageFormat.sniff(Array(array.prefix(512)))
         case .jpegPlanes: return Self.jpegPlanes(bytes)
         case .thumbnailPNG: return Self.thumbnailPNG(bytes)
+        case .report:
+            if let report = try? RunReport.decoded(Data(bytes)), !HTMLReport.render(report).hasSuffix("</html>\n") {
+                return "a report drawn without its end"
+            }
         }
         return nil
     }

@@ -163,7 +163,7 @@ public enum HTMLReport {
         var html = "<section id=\"histograms\"><h2>Time per item, per stage</h2><div class=\"charts\">"
         for (stage, buckets) in r.histograms.sorted(by: { $0.key < $1.key }) where !buckets.isEmpty {
             // Re-bin the 2 % buckets into 24 logarithmic bins for drawing.
-            let values = buckets.map { ($0[0], $0.count > 1 ? $0[1] : 0) }
+            let values = buckets.map { ($0.first ?? 0, $0.count > 1 ? $0[1] : 0) }
             let lo = max(values.map(\.0).min() ?? 0.001, 0.001)
             let hi = max(values.map(\.0).max() ?? 1, lo * 10)
             let axis = SVGChart.Axis(lo / 1.2, hi * 1.2, logarithmic: true)

@@ -341,6 +341,11 @@ public enum ReportBounds {
         for (name, count, cap) in lists where count > cap {
             return Problem("\(name) lists \(count) items; a run lists at most \(cap)")
         }
+        for (stage, buckets) in report.histograms.sorted(by: { $0.key < $1.key }) {
+            if let index = buckets.firstIndex(where: { $0.count != 2 }) {
+                return Problem("histograms.\(stage)[\(index)] is not a pair of milliseconds and items")
+            }
+        }
         return nil
     }
 }
