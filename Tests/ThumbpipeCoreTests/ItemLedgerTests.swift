@@ -448,11 +448,10 @@ extension ItemLedgerTests {
     )
     func remaking() throws {
         let damaged = "the state's thumbnail missing or damaged"
-        let unchanged = try #require(
-            Self.ledger(
-                Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged),
-                previous: Self.previous()
-            ).remakingThumbnail())
+        func remade(_ work: ItemWork) throws -> ItemLedger {
+            try #require(Self.ledger(Self.item(), work, previous: Self.previous()).remakingThumbnail())
+        }
+        let unchanged = try remade(Self.work(.unchanged, thumbnail: false, store: false, .unchanged))
         #expect(unchanged.thumbnail == .make && unchanged.store == .keep && !unchanged.settlesWithoutJob)
         #expect(unchanged.work?.itemClass == .changed && unchanged.work?.reason == damaged)
         #expect(unchanged.work?.reasons.changeKind == "output" && unchanged.remadeFrom == .unchanged)
@@ -465,11 +464,7 @@ extension ItemLedgerTests {
         #expect(settled.finished.record?.thumbnailFingerprint == "T1")
         #expect(settled.finished.log?.action == .changed && settled.finished.log?.reason == damaged)
 
-        let metadata = try #require(
-            Self.ledger(
-                Self.item(), Self.work(.metadata, thumbnail: false, store: false, .fieldsChanged),
-                previous: Self.previous()
-            ).remakingThumbnail())
+        let metadata = try remade(Self.work(.metadata, thumbnail: false, store: false, .fieldsChanged))
         #expect(metadata.thumbnail == .make && metadata.store == .keep)
         #expect(metadata.work?.reason == "fields edited, \(damaged)" && metadata.remadeFrom == .metadata)
 
@@ -486,11 +481,7 @@ extension ItemLedgerTests {
             "a moved store file is placed only beside a good thumbnail")
         #expect(moved.storeEffectBeforeJob(reused: nil) == .none && moved.remadeFrom == .moved)
 
-        let storeRedone = try #require(
-            Self.ledger(
-                Self.item(), Self.work(.changed, thumbnail: false, store: true, .storeSettingsChanged),
-                previous: Self.previous()
-            ).remakingThumbnail())
+        let storeRedone = try remade(Self.work(.changed, thumbnail: false, store: true, .storeSettingsChanged))
         #expect(storeRedone.thumbnail == .make && storeRedone.store == .make)
         #expect(storeRedone.work?.reasons.changeKind == "settings" && storeRedone.remadeFrom == .changed)
 
