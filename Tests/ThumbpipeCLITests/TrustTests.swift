@@ -106,6 +106,55 @@ struct TrustTests {
         }
     }
 
+    @Test("A state holding a date no run records (1e308 s): refused with the way out, then --rebuild-state finishes")
+    func stateDateOutOfRange() throws {
+        let c = try Collection()
+        let out = c.folder + "/out"
+        #expect(try c.run("out").status == 0)
+        do {
+            let state = try RunState(folder: out)
+            var record = try #require(try state.record(forKey: "k0"))
+            let png = try state.thumbnail(forKey: "k0")
+            record.dateCreated = 1e308
+            try state.save(record, thumbnail: png)
+            try state.commit()
+        }
+        // An edited value makes the night read the other items' records.
+        let edited = try String(contentsOfFile: c.manifest, encoding: .utf8)
+            .replacingOccurrences(of: #""valueInDollars": 4,"#, with: #""valueInDollars": 40,"#)
+        try edited.write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        let refused = try runThumbpipe(["run", c.manifest, "-o", out, "-q"])
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("item 'k0': date_created 1e+308 is not a date"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--rebuild-state"), "\(refused.stderr)")
+        let rebuilt = try runThumbpipe(["run", c.manifest, "-o", out, "-q", "--rebuild-state"])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        #expect(try c.run("fresh").status == 0)
+        #expect(try c.archive("out") == c.archive("fresh"))
+    }
+
+    @Test(
+        "A photo whose file time is past 2262 (ext4 holds 2446): its item is dated at the end of what fits, the run goes on"
+    )
+    func fileTimePast2262() throws {
+        let folder = TestPaths.temporaryFolder("far-time")
+        let photo = folder + "/far.png"
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("edge/png-palette-trns_paletted-transparent.png"), toPath: photo)
+        var times = [timespec(tv_sec: 15_032_385_535, tv_nsec: 0), timespec(tv_sec: 15_032_385_535, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, photo, &times, 0) == 0)
+        var info = stat()
+        #expect(stat(photo, &info) == 0)
+        let result = try runThumbpipe(["run", folder, "-o", folder + "/out", "-q"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let item = try KeyedArchiveReader(path: folder + "/out/items.archive").validItem(at: 0)
+        // Where the file system cannot hold 2446 it keeps its own latest time, which the item takes.
+        let expected =
+            info.st_mtim.tv_sec > 9_223_372_036
+            ? "2262-04-11T23:47:16" : ISO8601Format.string(Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)))
+        #expect(ISO8601Format.string(item.dateCreated).hasPrefix(expected.prefix(19)), "\(info.st_mtim.tv_sec)")
+    }
+
     @Test("An archive edited in place, its size and time kept, is written anew by the next run, changed or not")
     func editedArchive() throws {
         let c = try Collection()

@@ -58,6 +58,25 @@ struct FileDescriptorTests {
         #expect(FileDescriptor(borrowing: 1).rawValue == 1)
     }
 
+    @Test(
+        "A file time past what 64 bits of nanoseconds hold (after 2262, before 1677) is clamped to the nearest end, never trapped on; a date string never traps either"
+    )
+    func fileTimesPastInt64() throws {
+        #expect(FileInfo.nanoseconds(timespec(tv_sec: 1_700_000_000, tv_nsec: 5)) == 1_700_000_000_000_000_005)
+        // ext4 holds times to 2446-05-10, which `touch -d @15032385535` gives any file.
+        #expect(FileInfo.nanoseconds(timespec(tv_sec: 15_032_385_535, tv_nsec: 0)) == .max)
+        #expect(FileInfo.nanoseconds(timespec(tv_sec: 9_223_372_036, tv_nsec: 999_999_999)) == .max)
+        #expect(FileInfo.nanoseconds(timespec(tv_sec: -15_032_385_535, tv_nsec: 0)) == .min)
+        var info = stat()
+        info.st_mode = S_IFREG
+        info.st_mtim = timespec(tv_sec: .max, tv_nsec: 999_999_999)
+        let far = FileInfo(info)
+        #expect(ISO8601Format.string(far.modificationDate).hasPrefix("2262-04-11T23:47:16"))
+        for seconds in [1e308, -1e308, .infinity, .nan] {
+            #expect(!ISO8601Format.string(Date(timeIntervalSince1970: seconds)).isEmpty, "\(seconds)")
+        }
+    }
+
     @Test("Errno: the C library's text, and the error a missing file throws")
     func errno() {
         #expect(Errno.noSpace.description == "No space left on device")

@@ -503,6 +503,29 @@ extension ItemLedgerTests {
             "nothing reused")
     }
 
+    @Test("A record's times that no run records are a damaged state: dates past ±10,000 years, a duration not one")
+    func recordTimes() {
+        #expect(Self.previous().timeProblem == nil)
+        let cases: [(String, (inout ItemRecord) -> Void, String?)] = [
+            (
+                "year 1 and year 9999",
+                {
+                    $0.dateCreated = -62_135_596_800; $0.missingSince = 253_402_300_799
+                }, nil
+            ),
+            ("1e308", { $0.dateCreated = 1e308 }, "date_created 1e+308 is not a date"),
+            ("-1e308", { $0.missingSince = -1e308 }, "missing_since -1e+308 is not a date"),
+            ("NaN", { $0.dateCreated = .nan }, "date_created nan is not a date"),
+            ("negative seconds", { $0.seconds = -1 }, "seconds -1.0 is not a duration"),
+            ("infinite seconds", { $0.seconds = .infinity }, "seconds inf is not a duration"),
+        ]
+        for (name, change, expected) in cases {
+            var record = Self.previous()
+            change(&record)
+            #expect(record.timeProblem == expected, "\(name)")
+        }
+    }
+
     @Test(
         "Moved: the old key's outputs under the new key, no job; the record is the old one under the new key and path")
     func settleMoved() throws {

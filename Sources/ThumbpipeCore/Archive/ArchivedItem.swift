@@ -10,6 +10,9 @@ public struct ArchivedItem: Sendable, Equatable {
     public var valueInDollars: Int32
     /// `dateCreated` (NSDate).
     public var dateCreated: Date
+    /// The dates an archive may hold, in seconds either side of 2001 (NSDate's
+    /// reference): ±10,000 years is more than any photo needs.
+    public static let dateLimit: TimeInterval = 316_000_000_000
     /// `itemKey` (NSString).
     public var itemKey: String
     /// `thumbnailData` (NSData): the PNG thumbnail; nil when the item's image failed or it has none.

@@ -100,7 +100,7 @@ public final class KeyedArchiveReader {
         let dateDict = try plist.dictionary(try object(KeyedArchiveKeys.dateCreated), "\(label).dateCreated")
         let time = try plist.real(dateDict[KeyedArchiveKeys.time], "\(label).dateCreated NS.time")
         // NSDate's range: ±10,000 years around 2001 is more than any photo needs.
-        guard time.isFinite, abs(time) < 316_000_000_000 else {
+        guard time.isFinite, abs(time) < ArchivedItem.dateLimit else {
             throw ArchiveFormatError("\(label).dateCreated \(time) is not a date")
         }
         let value =

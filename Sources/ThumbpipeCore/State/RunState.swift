@@ -38,6 +38,19 @@ public struct ItemRecord: Sendable, Equatable {
     /// recorded (0 when unknown): a different one is a metadata edit.
     public var fieldsHash: UInt64 = 0
 
+    /// A time no run records, read back from a damaged or crafted state: a date or
+    /// a missing-since past ``ArchivedItem/dateLimit`` (what an archive's reader
+    /// takes as a date), or an item's seconds not a duration. Nil when all hold.
+    var timeProblem: String? {
+        let dates: [(String, Double?)] = [("date_created", dateCreated), ("missing_since", missingSince)]
+        for (column, value) in dates {
+            let since2001 = value.map { $0 - Date.timeIntervalBetween1970AndReferenceDate }
+            if let since2001, !(abs(since2001) < ArchivedItem.dateLimit) { return "\(column) \(value!) is not a date" }
+        }
+        guard seconds >= 0, seconds < 1e9 else { return "seconds \(seconds) is not a duration" }
+        return nil
+    }
+
     /// The hash of what an item archives besides its photo (``ItemList/fieldsHash(at:)``).
     public static func fieldsHash(_ item: ManifestItem) -> UInt64 { ItemList.fieldsHash(of: item) }
 }
@@ -229,6 +242,11 @@ public final class RunState: @unchecked Sendable {
                 }
                 result = record
             }
+        }
+        if let problem = result?.timeProblem {
+            throw ThumbpipeError(
+                .dataError,
+                "\(database.path): item '\(key)': \(problem); the state is damaged: run again with --rebuild-state")
         }
         return result
     }

@@ -173,10 +173,21 @@ public struct FileInfo: Sendable, Equatable {
         default: kind = .other
         }
         size = Int64(info.st_size)
-        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        modified = Self.nanoseconds(info.st_mtim)
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         links = UInt64(info.st_nlink)
+    }
+
+    /// A file time in nanoseconds since 1970. 64 bits of nanoseconds reach from
+    /// 1677 to 2262; a file system can hold times past that (ext4 to 2446, btrfs
+    /// far beyond), which a broken camera clock or a crafted file carries: those
+    /// are clamped to the nearest end, never trapped on.
+    static func nanoseconds(_ time: timespec) -> Int64 {
+        let (whole, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, overflowAgain) = whole.addingReportingOverflow(Int64(time.tv_nsec))
+        guard !overflow && !overflowAgain else { return time.tv_sec < 0 ? .min : .max }
+        return sum
     }
 
     /// The modification time as a date: whole seconds plus the fraction, as

@@ -5,8 +5,12 @@ import Foundation
 public enum ISO8601Format {
     /// `2024-05-01T09:30:00Z`.
     public static func string(_ date: Date) -> String {
-        // Rounded to the millisecond first, so .9999 carries into the next second.
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        // Rounded to the millisecond first, so .9999 carries into the next second;
+        // clamped to ±100,000 years (what no photo has), so no date traps the
+        // conversions below (an item's date is refused long before, on reading).
+        let bound = 3.2e15
+        let since1970 = date.timeIntervalSince1970 * 1000
+        let milliseconds = since1970.isNaN ? 0 : min(bound, max(-bound, since1970)).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
         var days = Int(seconds / 86400)
         var rest = Int(seconds) - days * 86400
