@@ -89,6 +89,31 @@ struct SettingsTests {
         #expect(settings.store.quality == 0.8)
     }
 
+    @Test("A setting past 2^53 is refused at start: its run's report could not be read back (ReportBounds)")
+    func settingsWithinReportBounds() throws {
+        let cases: [(String, (inout PipelineSettings) -> Void)] = [
+            ("thumbnail.cornerRadius", { $0.thumbnail.cornerRadius = 1e16 }),
+            ("limits.maxPixels", { $0.limits.maxPixels = 9_000_000_000_000_000_000 }),
+            ("limits.maxFileBytes", { $0.limits.maxFileBytes = 9_007_199_254_740_994 }),
+            ("limits.workerMemoryBytes", { $0.limits.workerMemoryBytes = .max }),
+        ]
+        for (name, change) in cases {
+            var settings = PipelineSettings()
+            change(&settings)
+            #expect(throws: ThumbpipeError(.dataError, "test: \(name) must be at most 2^53 (9007199254740992)")) {
+                try settings.validate(at: "test")
+            }
+        }
+        var largest = PipelineSettings()
+        largest.thumbnail.cornerRadius = 1e6
+        largest.limits.maxPixels = 1 << 53
+        largest.limits.maxFileBytes = 1 << 53
+        try largest.validate(at: "test")
+        var report = RunReport()
+        report.settings = largest
+        #expect(throws: Never.self) { try RunReport.decoded(try JSONEncoder().encode(report)) }
+    }
+
     @Test("The run's flag table lists every setting that has a flag, with its help")
     func flagHelp() {
         let help = PipelineSettings.flagHelp

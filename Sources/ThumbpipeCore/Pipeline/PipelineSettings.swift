@@ -180,6 +180,17 @@ extension PipelineSettings {
             thumbnail.pixelHeight <= 4096
         else { throw bad("thumbnail canvas must be 1 to 4096 pixels a side") }
         guard thumbnail.cornerRadius >= 0 else { throw bad("thumbnail.cornerRadius must be 0 or more") }
+        // Every run's report holds its settings, and a report read back holds no
+        // number past 2^53 (``ReportBounds``): a setting past it would leave a
+        // report no one can draw or merge.
+        let numbers: [(String, Double)] = [
+            ("thumbnail.cornerRadius", thumbnail.cornerRadius), ("limits.maxPixels", Double(limits.maxPixels)),
+            ("limits.maxFileBytes", Double(limits.maxFileBytes)),
+            ("limits.workerMemoryBytes", Double(limits.workerMemoryBytes)),
+        ]
+        for (name, value) in numbers where value > ReportBounds.largestNumber {
+            throw bad("\(name) must be at most 2^53 (9007199254740992)")
+        }
         guard thumbnail.format == "png" else {
             throw bad("thumbnail.format '\(thumbnail.format)' is not supported (png)")
         }
