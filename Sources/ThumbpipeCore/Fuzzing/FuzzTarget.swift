@@ -38,7 +38,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case jpegPlanes = "jpeg-planes"
     /// The check of a thumbnail read back from the state (``PNGInfo/thumbnailProblem(_:width:height:)``):
     /// the parent runs it on a blob it did not just write; what it passes must have the
-    /// canvas's IHDR.
+    /// canvas's IHDR. And the command line's PNG reader (``PNGDecode``, `contact-sheet`):
+    /// what it reads has the size IHDR gives.
     case thumbnailPNG = "thumbnail-png"
     /// A `report.json` read back (`report`, `merge`, `contact-sheet`): what ``ReportBounds``
     /// lets through is drawn as the report page without a trap.
@@ -69,8 +70,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     private static func thumbnailPNG(_ bytes: UnsafeRawBufferPointer) -> String? {
-        guard PNGInfo.thumbnailProblem(bytes, width: 80, height: 80) == nil else { return nil }
         let data = Data(bytes)
+        if let image = try? PNGDecode.rgba(data, maxSide: 512),
+            PNGInfo.size(data).map({ $0 != (image.width, image.height) }) ?? true
+        {
+            return "read as \(image.width)×\(image.height), not IHDR's size"
+        }
+        guard PNGInfo.thumbnailProblem(bytes, width: 80, height: 80) == nil else { return nil }
         guard let size = PNGInfo.size(data), size == (80, 80), let format = PNGInfo.format(data), format == (8, 6)
         else { return "passed as an 80×80 RGBA thumbnail without that IHDR" }
         return nil

@@ -245,20 +245,9 @@ public struct ContactSheet: Sendable {
 
     /// Decodes a PNG thumbnail to 8-bit RGBA.
     static func decode(_ png: Data) throws -> RGBABuffer {
-        var out: UnsafeMutablePointer<VipsImage>? = nil
-        let status = png.withUnsafeBytes { CVipsShim_pngload_buffer($0.baseAddress, $0.count, &out) }
-        try Vips.check(status, "pngload_buffer")
-        var image = VImage(out!)
-        if image.interpretation != VIPS_INTERPRETATION_sRGB || image.bands < 3 {
-            image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
-        }
-        if image.format != VIPS_FORMAT_UCHAR {
-            image = try image.derive("cast") { CVipsShim_cast_uchar($0, $1, 1) }
-        }
-        if image.bands == 3 {
-            image = try image.derive("bandjoin") { CVipsShim_bandjoin_const1($0, $1, 255) }
-        }
-        return try image.rgbaPixels()
+        // Not libvips's PNG loader: an archive's thumbnails are untrusted bytes and this
+        // process is not a confined worker (``PNGDecode``).
+        try PNGDecode.rgba(png, maxSide: largestThumbnail)
     }
 
     /// What to tell the user when `names` item names have characters no installed
