@@ -343,10 +343,6 @@ int CVipsShim_text(VipsImage **out, const char *text, const char *font, int widt
     return vips_text(out, text, "font", font, "width", width, "dpi", dpi, "wrap", VIPS_TEXT_WRAP_WORD_CHAR, NULL);
 }
 
-int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out) {
-    return vips_pngload_buffer((void *)buf, len, out, NULL);
-}
-
 static int discard_strip(VipsRegion *region, VipsRect *area, void *a) {
     (void)region; (void)area; (void)a;
     return 0;

@@ -137,9 +137,6 @@ void CVipsShim_free(void *p);
 /// pixels, with a Pango font description such as "sans 10".
 int CVipsShim_text(VipsImage **out, const char *text, const char *font, int width, int dpi);
 
-/// vips_pngload_buffer.
-int CVipsShim_pngload_buffer(const void *buf, size_t len, VipsImage **out);
-
 /// vips_profile_load: the bytes of a profile libvips knows by name ("srgb").
 /// `*blob` holds them; release it with CVipsShim_blob_unref.
 int CVipsShim_profile_load(const char *name, const void **data, size_t *length, void **blob);
