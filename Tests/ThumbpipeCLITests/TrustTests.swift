@@ -5,6 +5,16 @@ import ThumbpipeTestSupport
 
 /// Nothing a run reads back is reused without proof, and a damaged or lost
 /// state has a way back that keeps the output folder.
+extension Collection {
+    /// Item 4's value 4 → 40 in the manifest: a metadata edit, so the next night
+    /// rewrites the archive from the other items' records.
+    func editValueOfItem4() throws {
+        let edited = try String(contentsOfFile: manifest, encoding: .utf8)
+            .replacingOccurrences(of: #""valueInDollars": 4,"#, with: #""valueInDollars": 40,"#)
+        try edited.write(toFile: manifest, atomically: true, encoding: .utf8)
+    }
+}
+
 @Suite("Trust: the archive and the state read back", .serialized)
 struct TrustTests {
     func archive(_ folder: String) -> Data? { FileManager.default.contents(atPath: folder + "/items.archive") }
@@ -85,9 +95,7 @@ struct TrustTests {
             try state.commit()
         }
         // A night that rewrites the archive (item 4's value edited) reuses the other thumbnails from the state.
-        let edited = try String(contentsOfFile: c.manifest, encoding: .utf8)
-            .replacingOccurrences(of: #""valueInDollars": 4,"#, with: #""valueInDollars": 40,"#)
-        try edited.write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        try c.editValueOfItem4()
         let night = try c.run("out", ["--log", c.folder + "/night.jsonl"])
         #expect(night.status == 0, "\(night.stderr)")
         let counts = c.incremental(night.report)
@@ -120,9 +128,7 @@ struct TrustTests {
             try state.commit()
         }
         // An edited value makes the night read the other items' records.
-        let edited = try String(contentsOfFile: c.manifest, encoding: .utf8)
-            .replacingOccurrences(of: #""valueInDollars": 4,"#, with: #""valueInDollars": 40,"#)
-        try edited.write(toFile: c.manifest, atomically: true, encoding: .utf8)
+        try c.editValueOfItem4()
         let refused = try runThumbpipe(["run", c.manifest, "-o", out, "-q"])
         #expect(refused.status == 65, "\(refused.stderr)")
         #expect(refused.stderr.contains("item 'k0': date_created 1e+308 is not a date"), "\(refused.stderr)")
