@@ -16,7 +16,7 @@ struct ReportBoundsTests {
     static func numberPaths(_ json: Any, _ path: [Any] = []) -> [[Any]] {
         switch json {
         case let object as [String: Any]:
-            return object.keys.sorted().flatMap { numberPaths(object[$0]!, path + [$0]) }
+            return object.sorted { $0.key < $1.key }.flatMap { numberPaths($0.value, path + [$0.key]) }
         case let array as [Any]:
             return array.indices.flatMap { numberPaths(array[$0], path + [$0]) }
         case is String, is NSNull, is Bool:
@@ -34,16 +34,17 @@ struct ReportBoundsTests {
         var seen: [String: Int] = [:]
         return numberPaths(json).filter { path in
             let shape = path.map { $0 is Int ? "*" : "\($0)" }.joined(separator: "/")
-            seen[shape, default: 0] += 1
-            return seen[shape]! <= 2
+            let count = seen[shape, default: 0] + 1
+            seen[shape] = count
+            return count <= 2
         }
     }
 
     /// `json` with the number at `path` set to `value`.
     static func setting(_ json: Any, _ path: ArraySlice<Any>, to value: Any) -> Any {
         guard let first = path.first else { return value }
-        if var object = json as? [String: Any], let key = first as? String {
-            object[key] = setting(object[key]!, path.dropFirst(), to: value)
+        if var object = json as? [String: Any], let key = first as? String, let inner = object[key] {
+            object[key] = setting(inner, path.dropFirst(), to: value)
             return object
         }
         if var array = json as? [Any], let index = first as? Int {

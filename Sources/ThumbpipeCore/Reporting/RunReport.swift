@@ -302,9 +302,9 @@ public enum ReportBounds {
     private static func problem(_ json: Any, path: String, total: inout Double) -> Problem? {
         switch json {
         case let object as [String: Any]:
-            for key in object.keys.sorted() {
+            for (key, value) in object.sorted(by: { $0.key < $1.key }) {
                 let inner = path.isEmpty ? key : path + "." + key
-                if let problem = problem(object[key]!, path: inner, total: &total) { return problem }
+                if let problem = problem(value, path: inner, total: &total) { return problem }
             }
         case let array as [Any]:
             for (index, element) in array.enumerated() {

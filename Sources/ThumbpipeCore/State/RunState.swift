@@ -43,9 +43,9 @@ public struct ItemRecord: Sendable, Equatable {
     /// takes as a date), or an item's seconds not a duration. Nil when all hold.
     var timeProblem: String? {
         let dates: [(String, Double?)] = [("date_created", dateCreated), ("missing_since", missingSince)]
-        for (column, value) in dates {
-            let since2001 = value.map { $0 - Date.timeIntervalBetween1970AndReferenceDate }
-            if let since2001, !(abs(since2001) < ArchivedItem.dateLimit) { return "\(column) \(value!) is not a date" }
+        for case (let column, let value?) in dates
+        where !(abs(value - Date.timeIntervalBetween1970AndReferenceDate) < ArchivedItem.dateLimit) {
+            return "\(column) \(value) is not a date"
         }
         guard seconds >= 0, seconds < 1e9 else { return "seconds \(seconds) is not a duration" }
         return nil

@@ -43,10 +43,13 @@ public enum ISO8601Format {
 
 /// Reads a PNG's header without decoding it.
 public enum PNGInfo {
+    /// The eight bytes every PNG starts with.
+    static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+
     /// Width and height from the IHDR chunk, or nil when `data` is not a PNG.
     public static func size(_ data: Data) -> (width: Int, height: Int)? {
         let bytes = [UInt8](data.prefix(33))
-        guard bytes.count >= 24, bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
+        guard bytes.count >= 24, bytes.starts(with: signature),
             bytes[12...15].elementsEqual(Array("IHDR".utf8))
         else { return nil }
         func be(_ at: Int) -> Int { bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
@@ -71,46 +74,103 @@ public enum PNGInfo {
     }
 
     static func thumbnailProblem(_ bytes: UnsafeRawBufferPointer, width: Int, height: Int) -> String? {
-        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        guard bytes.count >= 8, bytes.prefix(8).elementsEqual(signature) else { return "not a PNG" }
-        func be32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
-        func name(_ at: Int) -> String { String(decoding: bytes[at..<at + 4], as: UTF8.self) }
-        var at = 8
-        var chunk = 0
+        let walked: (chunks: [PNGChunks.Chunk], end: Int)
+        switch PNGChunks.read(bytes) {
+        case .success(let result): walked = result
+        case .failure(let problem): return problem.description
+        }
+        func be32(_ at: Int) -> Int { PNGChunks.be32(bytes, at) }
+        guard walked.chunks.first?.type == PNGChunks.ihdr else { return "no IHDR first" }
         var sawData = false
-        while true {
-            guard bytes.count - at >= 12 else { return "cut short after \(at) bytes" }
-            let length = be32(at)
-            let type = be32(at + 4)
-            // 12 bytes of length, type and CRC around `length` bytes of data.
-            guard length <= bytes.count - at - 12 else {
-                return "cut short in chunk \(chunk + 1) (\(length) bytes claimed)"
-            }
-            let crc = crc32(0, bytes.baseAddress! + at + 4, UInt32(4 + length))
-            guard crc == UInt(be32(at + 8 + length)) else { return "chunk \(chunk + 1)'s CRC does not match" }
-            let data = at + 8
-            guard chunk > 0 || type == 0x4948_4452 else { return "no IHDR first" }
-            switch type {
-            case 0x4948_4452:  // IHDR
-                guard chunk == 0, length == 13 else { return "IHDR out of place" }
+        for chunk in walked.chunks {
+            let data = chunk.data.lowerBound
+            switch chunk.type {
+            case PNGChunks.ihdr:
+                guard chunk.index == 0, chunk.data.count == 13 else { return "IHDR out of place" }
                 let (w, h) = (be32(data), be32(data + 4))
                 guard w == width, h == height else { return "\(w)×\(h) pixels, not \(width)×\(height)" }
                 guard bytes[data + 8] == 8, bytes[data + 9] == 6 else { return "not 8-bit RGBA" }
                 guard bytes[data + 10] == 0, bytes[data + 11] == 0, bytes[data + 12] == 0 else {
                     return "not a plain (non-interlaced) PNG"
                 }
-            case 0x4944_4154:  // IDAT
+            case PNGChunks.idat:
                 sawData = true
-            case 0x4945_4E44:  // IEND
+            case PNGChunks.iend:
                 guard sawData else { return "no image data" }
-                guard length == 0, at + 12 == bytes.count else { return "bytes after its end" }
-                return nil
+                guard chunk.data.isEmpty, walked.end == bytes.count else { return "bytes after its end" }
             default:
-                // Anything else must be ancillary (a lower-case first letter).
-                guard type & 0x2000_0000 != 0 else { return "an unknown critical chunk '\(name(at + 4))'" }
+                guard PNGChunks.isAncillary(chunk.type) else {
+                    return "an unknown critical chunk '\(String(decoding: bytes[data - 4..<data], as: UTF8.self))'"
+                }
             }
-            at = data + length + 4
-            chunk += 1
+        }
+        return nil
+    }
+}
+
+/// A PNG's chunks, walked once for both of thumbpipe's readers of PNGs it did
+/// not just write (``PNGInfo/thumbnailProblem(_:width:height:)`` and
+/// ``PNGDecode``): the signature, then each chunk's length within the bytes and
+/// its CRC right (zlib's `crc32`), up to IEND.
+enum PNGChunks {
+    static let ihdr = 0x4948_4452
+    static let plte = 0x504C_5445
+    static let trns = 0x7452_4E53
+    static let idat = 0x4944_4154
+    static let iend = 0x4945_4E44
+
+    /// One chunk: its type, where its data lies in the bytes, its place (from 0).
+    struct Chunk {
+        let type: Int
+        let data: Range<Int>
+        let index: Int
+    }
+
+    /// Why the chunks could not be walked.
+    enum Problem: Error, CustomStringConvertible {
+        case notPNG
+        /// Fewer than a chunk's 12 bytes left after `at`.
+        case cutShort(at: Int)
+        /// Chunk `chunk` (from 1) claims more bytes than there are.
+        case cutShortIn(chunk: Int, claimed: Int)
+        case badCRC(chunk: Int)
+
+        var description: String {
+            switch self {
+            case .notPNG: return "not a PNG"
+            case .cutShort(let at): return "cut short after \(at) bytes"
+            case .cutShortIn(let chunk, let claimed): return "cut short in chunk \(chunk) (\(claimed) bytes claimed)"
+            case .badCRC(let chunk): return "chunk \(chunk)'s CRC does not match"
+            }
+        }
+    }
+
+    /// A big-endian 32-bit number at `at`.
+    static func be32(_ bytes: UnsafeRawBufferPointer, _ at: Int) -> Int {
+        (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) }
+    }
+
+    /// Whether a chunk type is ancillary (a lower-case first letter): one a reader may skip.
+    static func isAncillary(_ type: Int) -> Bool { type & 0x2000_0000 != 0 }
+
+    /// Every chunk through IEND, and the offset just past IEND (bytes after it are the caller's to judge).
+    static func read(_ bytes: UnsafeRawBufferPointer) -> Result<(chunks: [Chunk], end: Int), Problem> {
+        guard bytes.count >= 8, bytes.prefix(8).elementsEqual(PNGInfo.signature) else { return .failure(.notPNG) }
+        var chunks: [Chunk] = []
+        var at = 8
+        while true {
+            guard bytes.count - at >= 12 else { return .failure(.cutShort(at: at)) }
+            // 12 bytes of length, type and CRC around `length` bytes of data.
+            let length = be32(bytes, at)
+            guard length <= bytes.count - at - 12 else {
+                return .failure(.cutShortIn(chunk: chunks.count + 1, claimed: length))
+            }
+            let crc = crc32(0, bytes.baseAddress! + at + 4, UInt32(4 + length))
+            guard crc == UInt(be32(bytes, at + 8 + length)) else { return .failure(.badCRC(chunk: chunks.count + 1)) }
+            let chunk = Chunk(type: be32(bytes, at + 4), data: at + 8..<at + 8 + length, index: chunks.count)
+            chunks.append(chunk)
+            at = chunk.data.upperBound + 4
+            if chunk.type == iend { return .success((chunks, at)) }
         }
     }
 }

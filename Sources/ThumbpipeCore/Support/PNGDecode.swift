@@ -22,45 +22,42 @@ public enum PNGDecode {
     /// - Throws: ``Refused`` naming what it cannot read.
     public static func rgba(_ data: Data, maxSide: Int = 4096) throws(Refused) -> RGBABuffer {
         let bytes = [UInt8](data)
-        guard bytes.count >= 8, bytes.prefix(8).elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else {
-            throw Refused("not a PNG")
+        let chunks: [PNGChunks.Chunk]
+        switch bytes.withUnsafeBytes({ PNGChunks.read($0) }) {
+        case .success(let walked): chunks = walked.chunks
+        case .failure(.notPNG): throw Refused("not a PNG")
+        case .failure(.badCRC): throw Refused("a chunk's CRC does not match")
+        case .failure: throw Refused("cut short")
         }
-        func be32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
         var header: Header?
         var palette: [UInt8] = []
         var transparency: [UInt8] = []
         var compressed: [UInt8] = []
-        var at = 8
-        while true {
-            guard bytes.count - at >= 12 else { throw Refused("cut short") }
-            let length = be32(at)
-            guard length <= bytes.count - at - 12 else { throw Refused("cut short") }
-            let type = be32(at + 4)
-            let body = at + 8
-            let crc = bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress! + at + 4, UInt32(4 + length)) }
-            guard crc == UInt(be32(body + length)) else { throw Refused("a chunk's CRC does not match") }
-            let chunk = bytes[body..<body + length]
-            switch type {
-            case 0x4948_4452:  // IHDR
-                guard header == nil, length == 13 else { throw Refused("IHDR out of place") }
-                header = try Header(width: be32(body), height: be32(body + 4), chunk: Array(chunk), maxSide: maxSide)
-            case 0x504C_5445:  // PLTE
-                guard length % 3 == 0, length <= 768 else { throw Refused("a palette of \(length) bytes") }
-                palette = Array(chunk)
-            case 0x7452_4E53:  // tRNS
-                transparency = Array(chunk)
-            case 0x4944_4154:  // IDAT
+        for chunk in chunks {
+            let body = bytes[chunk.data]
+            switch chunk.type {
+            case PNGChunks.ihdr:
+                guard header == nil, body.count == 13 else { throw Refused("IHDR out of place") }
+                header = try Header(Array(body), maxSide: maxSide)
+            case PNGChunks.plte:
+                guard body.count % 3 == 0, body.count <= 768 else { throw Refused("a palette of \(body.count) bytes") }
+                palette = Array(body)
+            case PNGChunks.trns:
+                transparency = Array(body)
+            case PNGChunks.idat:
                 guard header != nil else { throw Refused("image data before IHDR") }
-                compressed += chunk
-            case 0x4945_4E44:  // IEND
+                compressed += body
+            case PNGChunks.iend:
                 guard let header else { throw Refused("no IHDR") }
-                return try header.pixels(
-                    inflating: compressed, palette: palette, transparency: transparency)
+                return try header.pixels(inflating: compressed, palette: palette, transparency: transparency)
             default:
-                guard header != nil, type & 0x2000_0000 != 0 else { throw Refused("an unknown critical chunk") }
+                guard header != nil, PNGChunks.isAncillary(chunk.type) else {
+                    throw Refused("an unknown critical chunk")
+                }
             }
-            at = body + length + 4
         }
+        // PNGChunks.read ends with IEND, so this is never reached.
+        throw Refused("cut short")
     }
 
     /// What IHDR says, checked.
@@ -73,7 +70,10 @@ public enum PNGDecode {
         /// Samples a pixel: grey 1, RGB 3, palette 1, grey and alpha 2, RGBA 4.
         let channels: Int
 
-        init(width: Int, height: Int, chunk: [UInt8], maxSide: Int) throws(Refused) {
+        /// From IHDR's 13 bytes.
+        init(_ chunk: [UInt8], maxSide: Int) throws(Refused) {
+            let width = chunk[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            let height = chunk[4..<8].reduce(0) { $0 << 8 | Int($1) }
             guard (1...maxSide).contains(width), (1...maxSide).contains(height) else {
                 throw Refused("\(width)×\(height) pixels, past \(maxSide) a side")
             }
