@@ -9,7 +9,7 @@ import Testing
 struct ItemPlanTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
-        var width = 4000, height = 3000, format = "JPEG"
+        var width = 4000, height = 3000, format = "JPEG", turned = 1
         var colour: JPEGColour? = .sRGB
         var makeStore = true
         var orientation: PipelineSettings.StoreOrientation = .rotate
@@ -18,17 +18,29 @@ struct ItemPlanTests {
         var decode: DecodePlan
         var onPlanes: Bool
         var store: ItemPlan.Store
+        var blocks = false
         var testDescription: String { name }
     }
 
     static let rows: [Row] = [
-        Row(name: "sRGB JPEG: planes for both", decode: .tap(factor: 18), onPlanes: true, store: .planes),
+        Row(
+            name: "sRGB JPEG: planes for both, taken as coded", decode: .tap(factor: 18), onPlanes: true,
+            store: .planes, blocks: true),
+        Row(
+            name: "sRGB JPEG turned (orientation 6): planes, decoded", turned: 6, decode: .tap(factor: 18),
+            onPlanes: true, store: .planes),
+        Row(
+            name: "sRGB JPEG tapped by less than 8: planes, decoded", width: 1200, height: 900,
+            decode: .tap(factor: 5), onPlanes: true, store: .planes),
+        Row(
+            name: "sRGB JPEG tapped by exactly 8: taken as coded", width: 1600, height: 1280,
+            decode: .tap(factor: 8), onPlanes: true, store: .planes, blocks: true),
         Row(
             name: "Display P3 JPEG: planes, converted", colour: .matrix, decode: .tap(factor: 18), onPlanes: true,
             store: .planesConverted),
         Row(
             name: "no store asked for: the thumbnail still on the planes", makeStore: false, decode: .tap(factor: 18),
-            onPlanes: true, store: .none),
+            onPlanes: true, store: .none, blocks: true),
         Row(
             name: "a PNG: libvips, no reason given", format: "PNG", colour: nil, decode: .tap(factor: 18),
             onPlanes: false, store: .libvips(nil)),
@@ -55,16 +67,16 @@ struct ItemPlanTests {
             store: .libvips("over 30 Mpx")),
         Row(
             name: "store.orientation tag: the thumbnail on the planes, the store on libvips", orientation: .tag,
-            decode: .tap(factor: 18), onPlanes: true, store: .libvips("store.orientation tag")),
+            decode: .tap(factor: 18), onPlanes: true, store: .libvips("store.orientation tag"), blocks: true),
         Row(
             name: "store.keepMetadata", keepMetadata: true, decode: .tap(factor: 18), onPlanes: true,
-            store: .libvips("store.keepMetadata")),
+            store: .libvips("store.keepMetadata"), blocks: true),
     ]
 
     @Test(arguments: rows)
     func route(_ row: Row) {
         let header = SourceHeader(
-            width: row.width, height: row.height, orientation: 1, format: row.format, dateTimeOriginal: nil,
+            width: row.width, height: row.height, orientation: row.turned, format: row.format, dateTimeOriginal: nil,
             hasAlpha: false, shrink: .integer, jpegColour: row.colour)
         var store = PipelineSettings.Store()
         store.orientation = row.orientation
@@ -75,15 +87,17 @@ struct ItemPlanTests {
         #expect(plan.decode == row.decode)
         #expect(plan.thumbnailOnPlanes == row.onPlanes)
         #expect(plan.store == row.store)
+        #expect(plan.blocks == row.blocks)
     }
 
-    @Test("The thumbnail's route never depends on the store's settings")
+    @Test("The thumbnail's route (planes, blocks as coded) never depends on the store's settings")
     func thumbnailIndependentOfStore() {
         for row in Self.rows {
             let header = SourceHeader(
-                width: row.width, height: row.height, orientation: 1, format: row.format, dateTimeOriginal: nil,
+                width: row.width, height: row.height, orientation: row.turned, format: row.format,
+                dateTimeOriginal: nil,
                 hasAlpha: false, shrink: .integer, jpegColour: row.colour)
-            var plans: Set<Bool> = []
+            var plans: Set<[Bool]> = []
             for orientation in [PipelineSettings.StoreOrientation.rotate, .tag] {
                 for keep in [false, true] {
                     var store = PipelineSettings.Store()
@@ -93,10 +107,15 @@ struct ItemPlanTests {
                         ItemPlan.make(
                             header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: store,
                             planes: row.planes
-                        ).thumbnailOnPlanes)
+                        ).thumbnailRoute)
                 }
             }
             #expect(plans.count == 1, "\(row.name)")
         }
     }
+}
+
+extension ItemPlan {
+    /// What of the plan decides a thumbnail's bytes: its tap's reader and whether it reads blocks' means.
+    fileprivate var thumbnailRoute: [Bool] { [thumbnailOnPlanes, blocks] }
 }

@@ -32,6 +32,10 @@ typedef struct {
     CThumbKernelsTap *tap;
     /// When not NULL, the source's profile to sRGB: decoded to RGB, converted, re-encoded.
     const CThumbKernelsShaper *shaper;
+    /// An upright 4:2:0 source (without a shaper) is taken as coded: the tap
+    /// fed each 8 × 8 block's mean (its DC) and the store's blocks requantized
+    /// from the source's coefficients, no transform run. Any other source decodes.
+    int blocks;
 } CJpegPlanesJob;
 
 /// What was made.
@@ -43,6 +47,8 @@ typedef struct {
     /// converting colour (with a shaper) and encoding (turning the planes
     /// upright included); the three interleave.
     int64_t decode_ns, colour_ns, encode_ns;
+    /// Whether the store was requantized from the source's blocks (`blocks`).
+    int requantized;
 } CJpegPlanesResult;
 
 /// Decodes `jpeg` (the file's bytes) band by band, feeds `job->tap`, and with
@@ -57,5 +63,18 @@ int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPla
                           CJpegPlanesResult *result, char *error, size_t error_size);
 
 void CJpegPlanes_free_buffer(unsigned char *jpeg);
+
+/// Requantizes `count` 8 × 8 blocks (natural order) from the `source` steps to
+/// the `store` steps as the `blocks` route does: (|c| × round(2^15 × source /
+/// store) + bias) >> 15, at most 1023, with c's sign (bias 2^14 for the DC,
+/// 0.48 × 2^15 for the ACs), in portable C. For tests.
+long CJpegPlanes_requantize(const short *in, short *out, size_t count, const unsigned short source[64],
+                            const unsigned short store[64]);
+
+/// How many coefficients of `count` blocks the AVX2 loop requantizes otherwise
+/// than the portable one; -1 when the AVX2 loop does not apply (no AVX2, or a
+/// ratio of 2^15 or more, which the portable loop serves). For tests.
+long CJpegPlanes_requantize_mismatches(const short *blocks, size_t count, const unsigned short source[64],
+                                       const unsigned short store[64]);
 
 #endif

@@ -181,8 +181,8 @@ public struct ItemJobRunner: Sendable {
                 // depends on them); the store too, unless its settings need libvips.
                 let storeOnPlanes = plan.store == .planes || plan.store == .planesConverted
                 if let refused = try planeItem(
-                    job, source: path, header: header, factor: factor, writesStore: storeOnPlanes, outcome: &outcome,
-                    spans: &spans)
+                    job, source: path, header: header, plan: plan, factor: factor, writesStore: storeOnPlanes,
+                    outcome: &outcome, spans: &spans)
                 {
                     // A change of plan, recorded: libvips for both, the attempt's time kept.
                     outcome.storeReason = refused
@@ -254,12 +254,12 @@ public struct ItemJobRunner: Sendable {
     /// is made and the reason is returned (the caller then takes libvips for
     /// both); the attempt's time stays in `spans`.
     private func planeItem(
-        _ job: Job, source: SourceBytes, header: SourceHeader, factor: Int, writesStore: Bool,
+        _ job: Job, source: SourceBytes, header: SourceHeader, plan: ItemPlan, factor: Int, writesStore: Bool,
         outcome: inout ItemOutcome, spans: inout Spans
     ) throws -> String? {
         guard job.makeThumbnail || writesStore else { return nil }
         let made = try JpegPlaneStore(store: store).write(
-            source, header: header, into: writesStore ? job.storeFile : nil,
+            source, header: header, into: writesStore ? job.storeFile : nil, blocks: plan.blocks,
             tap: { width, height in
                 guard job.makeThumbnail else { return nil }
                 return try thumbnailer.scale.tap(
@@ -268,7 +268,8 @@ public struct ItemJobRunner: Sendable {
         if let refused = made.refused { return refused }
         if made.wroteStore {
             outcome.storeWritten = true
-            outcome.storePath = header.conversion == nil ? .planes : .planesConverted
+            outcome.storePath =
+                header.conversion != nil ? .planesConverted : made.requantized ? .planesRequantized : .planes
         }
         if let tap = made.tap {
             outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)

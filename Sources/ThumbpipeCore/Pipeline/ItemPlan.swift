@@ -27,6 +27,13 @@ struct ItemPlan: Sendable, Equatable {
     var thumbnailOnPlanes: Bool
     /// How the store file is made.
     var store: Store
+    /// Whether an upright JPEG in sRGB (or untagged) tapped by a factor of 8 or
+    /// more is taken as coded when it is 4:2:0: the thumbnail's tap fed each
+    /// 8 × 8 block's mean (its DC coefficient, as libvips's shrink-on-load at
+    /// 1/8 decodes it) and its store requantized from the source's blocks
+    /// (``StorePath/planesRequantized``), neither transform run. Decided by the
+    /// source and the thumbnail's size alone, like ``thumbnailOnPlanes``.
+    var blocks: Bool
 
     /// The plan for a source of `header` whose job asks for a store file
     /// (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`' store,
@@ -45,7 +52,11 @@ struct ItemPlan: Sendable, Equatable {
         } else {
             storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
         }
-        return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute)
+        var blocks = false
+        if offPlanes == nil, header.jpegColour == .sRGB, header.orientation == 1, case .tap(let factor) = decode {
+            blocks = factor >= 8
+        }
+        return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks)
     }
 
     /// Why a source's pixels are not read through its planes, or nil when they are.

@@ -8,6 +8,9 @@ public enum StorePath: String, Sendable, Codable {
     /// Through the JPEG's Y, Cb, Cr planes (libjpeg-turbo): no chroma upsampled,
     /// no colour converted and back, the thumbnail's blocks read from the planes.
     case planes
+    /// An upright 4:2:0 JPEG taken as coded (``ItemPlan/blocks``): its blocks
+    /// entropy-decoded and requantized to the store's tables, no transform run.
+    case planesRequantized = "planes, requantized"
     /// Through libjpeg-turbo a band at a time, colour converted to sRGB on the way
     /// (a JPEG in an RGB matrix/TRC profile).
     case planesConverted = "planes, converted"
@@ -33,6 +36,8 @@ struct JpegPlaneStore {
         var tap: ThumbnailTap?
         /// Whether the store file's bytes were written to the descriptor.
         var wroteStore = false
+        /// Whether the store was requantized from the source's blocks.
+        var requantized = false
         /// Why libjpeg refused the source (nothing was made then: the caller takes libvips).
         var refused: String?
     }
@@ -42,10 +47,11 @@ struct JpegPlaneStore {
     /// (for the source's stored size), and with a `descriptor` writes there the
     /// store file, upright. When libjpeg refuses the source, nothing is written
     /// and ``Made/refused`` says why (the caller takes the libvips path); the
-    /// attempt's time is in `spans` either way.
+    /// attempt's time is in `spans` either way. With `blocks`, an upright 4:2:0
+    /// source is taken as coded (``ItemPlan/blocks``).
     /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
-        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?,
+        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, blocks: Bool,
         tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made {
         guard Int64(source.count) <= StorePath.maxFileBytes else { return Made(refused: "a file over 64 MB") }
@@ -56,7 +62,8 @@ struct JpegPlaneStore {
         var job = CJpegPlanesJob(
             width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
             quality: descriptor == nil ? 0 : Int32(store.settings.vipsQuality),
-            optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer, shaper: shaper)
+            optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer, shaper: shaper,
+            blocks: blocks ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = spans.measure(.store) {
@@ -83,6 +90,6 @@ struct JpegPlaneStore {
                 throw ThumbpipeError(.ioError, "store file: write failed: \(error)")
             }
         }
-        return Made(tap: filled, wroteStore: true)
+        return Made(tap: filled, wroteStore: true, requantized: result.requantized != 0)
     }
 }
