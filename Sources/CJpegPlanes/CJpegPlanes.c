@@ -306,6 +306,15 @@ typedef struct Work {
     int32_t ratio[3][DCTSIZE2];         // 2^15 × source step / store step, rounded
     int16_t pairs[3][DCTSIZE2 / 8][16]; // (ratio, bias) in the AVX2 loop's order
     void (*requantize)(const struct Work *w, int ci, const JCOEF *in, JCOEF *out);
+    // A turned source's blocks, held until the decode ends: each requantized and
+    // turned, packed as (count, then index and value for each coefficient not
+    // zero) in `packed`, found by `places` (per component, one a source block).
+    int turn;                       // the EXIF orientation the blocks are turned by (1: streamed)
+    int imcu_row, out_imcu_row;     // the iMCU rows being decoded and encoded
+    JDIMENSION wide[3], high[3];    // the source's components in blocks
+    uint32_t *places[3];
+    unsigned char *packed;
+    size_t packed_size, packed_used;
 } Work;
 
 static int refuse(char *error, size_t size, const char *why) {
@@ -424,12 +433,57 @@ static int set_tables(Work *w, int ci, const UINT16 *source, const UINT16 *store
     return narrow;
 }
 
+// Turns a block's coefficients as EXIF orientation `o` turns its pixels (u the
+// horizontal frequency, v the vertical): a mirror across negates the odd u, a
+// mirror down the odd v, and a quarter turn transposes first (orientations 5–8).
+static void turn_block(int o, const JCOEF *in, JCOEF *out) {
+    const int transpose = o >= 5;
+    const int negate_u = o == 2 || o == 3 || o == 6 || o == 7, negate_v = o == 3 || o == 4 || o == 7 || o == 8;
+    for (int v = 0; v < DCTSIZE; v++)
+        for (int u = 0; u < DCTSIZE; u++) {
+            const int c = transpose ? in[u * DCTSIZE + v] : in[v * DCTSIZE + u];
+            out[v * DCTSIZE + u] = (JCOEF)(((negate_u && (u & 1)) ^ (negate_v && (v & 1))) ? -c : c);
+        }
+}
+
+// Packs a turned source's requantized block, turned, as the source block (`x`, `y`) of component `ci`.
+static void pack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, const JCOEF *block) {
+    if (x >= w->wide[ci] || y >= w->high[ci]) stop((j_common_ptr)&w->in, "a block outside the source's grid");
+    JCOEF turned[DCTSIZE2];
+    turn_block(w->turn, block, turned);
+    if (w->packed_size - w->packed_used < 1 + 3 * DCTSIZE2) {
+        unsigned char *grown = realloc(w->packed, w->packed_size * 2);
+        if (!grown) stop((j_common_ptr)&w->in, "out of memory for the blocks");
+        w->packed = grown;
+        w->packed_size *= 2;
+    }
+    if (w->packed_used > UINT32_MAX - 1 - 3 * DCTSIZE2) stop((j_common_ptr)&w->in, "too many blocks");
+    w->places[ci][(size_t)y * w->wide[ci] + x] = (uint32_t)w->packed_used;
+    unsigned char *p = w->packed + w->packed_used, *count = p++;
+    *count = 0;
+    for (int k = 0; k < DCTSIZE2; k++) {
+        if (!turned[k]) continue;
+        const uint16_t value = (uint16_t)turned[k];
+        p[0] = (unsigned char)k;
+        p[1] = (unsigned char)(value & 0xFF);
+        p[2] = (unsigned char)(value >> 8);
+        p += 3;
+        ++*count;
+    }
+    w->packed_used = (size_t)(p - w->packed);
+}
+
 static void keep_block(j_decompress_ptr cinfo, jpeg_component_info *compptr, JCOEFPTR block, JSAMPARRAY output,
                        JDIMENSION column) {
     Work *w = work_of_decoder(cinfo);
     const int ci = compptr->component_index;
-    if (w->coefs[0]) {
-        const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE;
+    const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE;
+    if (w->places[0]) {
+        JCOEF requantized[DCTSIZE2];
+        w->requantize(w, ci, block, requantized);
+        pack_block(w, ci, column / DCTSIZE, (JDIMENSION)((size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row),
+                   requantized);
+    } else if (w->coefs[0]) {
         w->requantize(w, ci, block, w->coefs[ci] + (row * w->coef_stride[ci] + column / DCTSIZE) * DCTSIZE2);
     }
     int mean = ((block[0] * w->source_dc[ci] + 4) >> 3) + 128;
@@ -442,6 +496,30 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
     (void)samples;
     Work *w = work_of_encoder(cinfo);
     const int ci = compptr->component_index;
+    if (w->places[0]) {
+        // The upright block (x, y) is the source's block as the turn maps it.
+        const JDIMENSION y = (JDIMENSION)w->out_imcu_row * (JDIMENSION)compptr->v_samp_factor + start_row / DCTSIZE;
+        const JDIMENSION W = w->wide[ci], H = w->high[ci];
+        for (JDIMENSION i = 0; i < count; i++) {
+            const JDIMENSION x = start_col / DCTSIZE + i;
+            JDIMENSION sx, sy;
+            switch (w->turn) {
+            case 2: sx = W - 1 - x, sy = y; break;
+            case 3: sx = W - 1 - x, sy = H - 1 - y; break;
+            case 4: sx = x, sy = H - 1 - y; break;
+            case 5: sx = y, sy = x; break;
+            case 6: sx = y, sy = H - 1 - x; break;
+            case 7: sx = W - 1 - y, sy = H - 1 - x; break;
+            default: sx = W - 1 - y, sy = x; break; // 8
+            }
+            if (sx >= W || sy >= H) stop((j_common_ptr)cinfo, "an upright block outside the source's grid");
+            const unsigned char *p = w->packed + w->places[ci][(size_t)sy * W + sx];
+            JCOEF *out = blocks[i];
+            memset(out, 0, sizeof(JBLOCK));
+            for (int n = *p++; n > 0; n--, p += 3) out[p[0] & 63] = (JCOEF)(int16_t)(uint16_t)(p[1] | p[2] << 8);
+        }
+        return;
+    }
     const JCOEF *from =
         w->coefs[ci] + ((size_t)(start_row / DCTSIZE) * w->coef_stride[ci] + start_col / DCTSIZE) * DCTSIZE2;
     memcpy(blocks, from, (size_t)count * sizeof(JBLOCK));
@@ -450,7 +528,7 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
 // Replaces the decoder's IDCT (once it has started), and with `encode` (once
 // the encoder has started too) sets up the requantizing: the tables, one iMCU
 // row of blocks, and the encoder's forward DCT replaced.
-static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode) {
+static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode, int turn) {
     struct jpeg_decompress_struct *in = &w->in;
     struct jpeg_compress_struct *out = &w->out;
     for (int ci = 0; ci < 3; ci++) {
@@ -463,7 +541,10 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode) {
         int narrow = 1; // every ratio under 2^15
         for (int ci = 0; ci < 3; ci++) {
             const jpeg_component_info *from = &in->comp_info[ci], *to = &out->comp_info[ci];
-            if (from->width_in_blocks != to->width_in_blocks || from->height_in_blocks != to->height_in_blocks ||
+            // A quarter turn swaps the grid's sides.
+            const JDIMENSION wide = turn >= 5 ? from->height_in_blocks : from->width_in_blocks;
+            const JDIMENSION high = turn >= 5 ? from->width_in_blocks : from->height_in_blocks;
+            if (wide != to->width_in_blocks || high != to->height_in_blocks ||
                 from->h_samp_factor != to->h_samp_factor || from->v_samp_factor != to->v_samp_factor ||
                 !out->quant_tbl_ptrs[to->quant_tbl_no])
                 stop((j_common_ptr)in, "the store's block grid differs from the source's");
@@ -472,10 +553,27 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode) {
             w->coef_stride[ci] = (size_t)from->width_in_blocks;
             total += w->coef_stride[ci] * (size_t)from->v_samp_factor;
         }
-        w->coefs[0] = malloc(total * sizeof(JBLOCK));
-        if (!w->coefs[0]) stop((j_common_ptr)in, "out of memory for the blocks");
-        w->coefs[1] = w->coefs[0] + w->coef_stride[0] * (size_t)in->comp_info[0].v_samp_factor * DCTSIZE2;
-        w->coefs[2] = w->coefs[1] + w->coef_stride[1] * (size_t)in->comp_info[1].v_samp_factor * DCTSIZE2;
+        if (turn == 1) {
+            w->coefs[0] = malloc(total * sizeof(JBLOCK));
+            if (!w->coefs[0]) stop((j_common_ptr)in, "out of memory for the blocks");
+            w->coefs[1] = w->coefs[0] + w->coef_stride[0] * (size_t)in->comp_info[0].v_samp_factor * DCTSIZE2;
+            w->coefs[2] = w->coefs[1] + w->coef_stride[1] * (size_t)in->comp_info[1].v_samp_factor * DCTSIZE2;
+        } else {
+            // Every block held, packed (a photo's block at quality 50 keeps 5–10 coefficients of 64).
+            w->turn = turn;
+            size_t blocks = 0;
+            for (int ci = 0; ci < 3; ci++) {
+                w->wide[ci] = in->comp_info[ci].width_in_blocks;
+                w->high[ci] = in->comp_info[ci].height_in_blocks;
+                blocks += (size_t)w->wide[ci] * w->high[ci];
+            }
+            w->places[0] = calloc(blocks, sizeof(uint32_t));
+            w->packed_size = blocks * 16 + 4096;
+            w->packed = malloc(w->packed_size);
+            if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
+            w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
+            w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
+        }
         w->requantize = narrow && __builtin_cpu_supports("avx2") ? requantize_block_avx2 : requantize_block;
         out->fdct->forward_DCT = give_block;
     }
@@ -489,8 +587,17 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int is420 = hs == 2 && vs == 2; // its chroma is already the store's
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
     const int encode = job->quality > 0, swap = o >= 5;
-    // A turned source is held whole (its first upright row may be its last stored column); an upright one streams.
-    const int whole = encode && o != 1;
+    // An upright 4:2:0 source (the job asks only for one in sRGB or untagged)
+    // is taken as coded, and so is a turned one whose edges that turn to the
+    // upright image's left and top are whole 16-pixel MCUs (so the turn keeps
+    // the block grid): ItemPlan.turnKeepsBlocks.
+    const int wide = W % 16 == 0, high = H % 16 == 0;
+    const int keeps = o == 1 || o == 5 || ((o == 2 || o == 8) && wide) || ((o == 4 || o == 6) && high) ||
+                      ((o == 3 || o == 7) && wide && high);
+    const int blocks = job->blocks && is420 && keeps, requantizing = blocks && encode;
+    // A turned source decoded is held whole (its first upright row may be its
+    // last stored column); an upright one streams, and so do blocks taken as coded.
+    const int whole = encode && o != 1 && !blocks;
     const int group = vs * DCTSIZE; // luma rows per read
     const int cw = (W + 1) / 2, ch = (H + 1) / 2;
     const int UW = swap ? H : W, UH = swap ? W : H, ucw = (UW + 1) / 2;
@@ -538,9 +645,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
 
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
-    // An upright 4:2:0 source's blocks as coded (the job asks only for one in sRGB or untagged).
-    const int blocks = job->blocks && is420 && o == 1, requantizing = blocks && encode;
-    if (blocks) take_blocks(w, image, encode);
+    if (blocks) take_blocks(w, image, encode, o);
     result->requantized = requantizing;
     unsigned char *chroma_rows[DCTSIZE];
     while (in->output_scanline < in->output_height) {
@@ -556,6 +661,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
             cbrows[i] = is420 ? tcb.p + (size_t)i * cs : scb.p + (size_t)i * scb.stride;
             crrows[i] = is420 ? tcr.p + (size_t)i * cs : scr.p + (size_t)i * scr.stride;
         }
+        w->imcu_row = r / group;
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
             stop((j_common_ptr)in, "the decoder gave a short band");
         if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1, vs - 1,
@@ -574,7 +680,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         const int64_t decoded = now_ns();
         w->decode_ns += decoded - start;
         // A streamed band goes to the encoder once its 16 rows are in (or the image ends).
-        if (encode && !whole && (r % 16 + group == 16 || r + group >= H)) {
+        if (encode && !whole && !w->places[0] && (r % 16 + group == 16 || r + group >= H)) {
             const int band_rows = r % 16 + valid;
             if (!requantizing) {
                 pad_band(by, W, band_rows, 16);
@@ -587,6 +693,15 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     }
     jpeg_finish_decompress(in);
     if (!encode) return;
+    if (w->places[0]) {
+        // A turned source's blocks, upright: the band's rows are never read.
+        const int64_t start = now_ns();
+        for (int row = 0; row < UH; row += 16) {
+            w->out_imcu_row = row / 16;
+            write_band(w, by, bcb, bcr);
+        }
+        w->encode_ns += now_ns() - start;
+    }
     if (whole) {
         // Upright bands gathered from the turned planes (chroma turned as its own grid).
         const int64_t start = now_ns();
@@ -716,6 +831,8 @@ done:
     free(w->bands);
     free(w->planes);
     free(w->coefs[0]);
+    free(w->places[0]);
+    free(w->packed);
     result->decode_ns = w->decode_ns;
     result->colour_ns = w->colour_ns;
     result->encode_ns = w->encode_ns;

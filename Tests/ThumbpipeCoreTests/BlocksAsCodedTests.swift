@@ -151,4 +151,56 @@ struct BlocksAsCodedTests {
         }
         #expect(taken == made.count, "\(taken) sources taken as coded")
     }
+
+    @Test(
+        "Turned 4:2:0 JPEGs, all 8 orientations: taken as coded when the turn keeps the block grid (1600 × 1280; 1601 × 1283 upright or transposed only), upright as libvips turns them, as good as its store, the same thumbnail"
+    )
+    func turned() throws {
+        for (width, height) in [(1600, 1280), (1601, 1283)] {
+            // The upright source's store: a turned one's must be it turned, but for the IDCT's rounding
+            // (measured 66 dB or identical; a quarter turn with its signs wrong gave 47).
+            let upright = try PlanePathTests.decoded(
+                PlanePathTests.store(
+                    try PlanePathTests.oriented(1, width: width, height: height, quality: 85), planes: true
+                ).bytes)
+            for orientation in 1...8 {
+                let path = try PlanePathTests.oriented(orientation, width: width, height: height, quality: 85)
+                let label = "\(width)×\(height), orientation \(orientation)"
+                try PlanePathTests.expectPlanesAsGood(path, label)
+                let keeps = ItemPlan.turnKeepsBlocks(width: width, height: height, orientation: orientation)
+                let made = try PlanePathTests.store(path, planes: true)
+                #expect(
+                    made.path == (keeps ? .planesRequantized : .planes), "\(label): \(String(describing: made.path))")
+                guard keeps else { continue }
+                let store = try PlanePathTests.decoded(made.bytes)
+                let expected = Self.turn(upright, orientation)
+                try #require(store.pixels.count == expected.count, "\(label)")
+                #expect(psnr(store.pixels, expected) >= 60, "\(label): \(psnr(store.pixels, expected)) dB")
+            }
+        }
+    }
+
+    /// `image`'s pixels as EXIF `orientation` shows them (AspectFillScale.storedPixel's mapping).
+    static func turn(_ image: DecodedTestImage, _ orientation: Int) -> [UInt8] {
+        let (w, h, b) = (image.width, image.height, image.bands)
+        let (uw, uh) = orientation >= 5 ? (h, w) : (w, h)
+        var out = [UInt8](repeating: 0, count: uw * uh * b)
+        for y in 0..<uh {
+            for x in 0..<uw {
+                let (column, row): (Int, Int)
+                switch orientation {
+                case 2: (column, row) = (w - 1 - x, y)
+                case 3: (column, row) = (w - 1 - x, h - 1 - y)
+                case 4: (column, row) = (x, h - 1 - y)
+                case 5: (column, row) = (y, x)
+                case 6: (column, row) = (y, h - 1 - x)
+                case 7: (column, row) = (w - 1 - y, h - 1 - x)
+                case 8: (column, row) = (w - 1 - y, x)
+                default: (column, row) = (x, y)
+                }
+                for i in 0..<b { out[(y * uw + x) * b + i] = image.pixels[(row * w + column) * b + i] }
+            }
+        }
+        return out
+    }
 }

@@ -27,7 +27,16 @@ struct ItemPlanTests {
             name: "sRGB JPEG: planes for both, taken as coded", decode: .tap(factor: 18), onPlanes: true,
             store: .planes, blocks: true),
         Row(
-            name: "sRGB JPEG turned (orientation 6): planes, decoded", turned: 6, decode: .tap(factor: 18),
+            name: "sRGB JPEG turned (orientation 6), 3000 high (not whole MCUs): planes, decoded", turned: 6,
+            decode: .tap(factor: 18), onPlanes: true, store: .planes),
+        Row(
+            name: "sRGB JPEG turned (orientation 6), 4032 × 3024: taken as coded", width: 4032, height: 3024,
+            turned: 6, decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true),
+        Row(
+            name: "sRGB JPEG transposed (orientation 5), 3000 high: taken as coded", turned: 5,
+            decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true),
+        Row(
+            name: "sRGB JPEG turned 180°, 4000 × 3000: planes, decoded", turned: 3, decode: .tap(factor: 18),
             onPlanes: true, store: .planes),
         Row(
             name: "sRGB JPEG tapped by less than 8: planes, decoded", width: 1200, height: 900,
@@ -111,6 +120,22 @@ struct ItemPlanTests {
                 }
             }
             #expect(plans.count == 1, "\(row.name)")
+        }
+    }
+}
+
+@Test("A turn keeps a 4:2:0 JPEG's block grid when the edges turned to the left and top are whole MCUs")
+func turnKeepsBlocks() {
+    // (width, height): the orientations whose turn keeps the grid.
+    let cases: [((Int, Int), Set<Int>)] = [
+        ((4032, 3024), Set(1...8)), ((4000, 3000), [1, 2, 5, 8]), ((3001, 2000), [1, 4, 5, 6]),
+        ((3001, 2001), [1, 5]),
+    ]
+    for ((width, height), keeps) in cases {
+        for orientation in 1...8 {
+            #expect(
+                ItemPlan.turnKeepsBlocks(width: width, height: height, orientation: orientation)
+                    == keeps.contains(orientation), "\(width)×\(height), orientation \(orientation)")
         }
     }
 }

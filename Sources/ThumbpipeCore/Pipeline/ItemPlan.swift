@@ -27,12 +27,13 @@ struct ItemPlan: Sendable, Equatable {
     var thumbnailOnPlanes: Bool
     /// How the store file is made.
     var store: Store
-    /// Whether an upright JPEG in sRGB (or untagged) tapped by a factor of 8 or
-    /// more is taken as coded when it is 4:2:0: the thumbnail's tap fed each
-    /// 8 × 8 block's mean (its DC coefficient, as libvips's shrink-on-load at
-    /// 1/8 decodes it) and its store requantized from the source's blocks
-    /// (``StorePath/planesRequantized``), neither transform run. Decided by the
-    /// source and the thumbnail's size alone, like ``thumbnailOnPlanes``.
+    /// Whether a JPEG in sRGB (or untagged) tapped by a factor of 8 or more,
+    /// upright or turned without moving its block grid (``turnKeepsBlocks``), is
+    /// taken as coded when it is 4:2:0: the thumbnail's tap fed each 8 × 8
+    /// block's mean (its DC coefficient, as libvips's shrink-on-load at 1/8
+    /// decodes it) and its store requantized from the source's blocks, turned
+    /// block by block (``StorePath/planesRequantized``), neither transform run.
+    /// Decided by the source and the thumbnail's size alone, like ``thumbnailOnPlanes``.
     var blocks: Bool
 
     /// The plan for a source of `header` whose job asks for a store file
@@ -53,10 +54,27 @@ struct ItemPlan: Sendable, Equatable {
             storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
         }
         var blocks = false
-        if offPlanes == nil, header.jpegColour == .sRGB, header.orientation == 1, case .tap(let factor) = decode {
-            blocks = factor >= 8
+        if offPlanes == nil, header.jpegColour == .sRGB, case .tap(let factor) = decode {
+            blocks =
+                factor >= 8
+                && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
         }
         return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks)
+    }
+
+    /// Whether turning a 4:2:0 JPEG of `width × height` by EXIF `orientation`
+    /// keeps its block grid: the stored edges that become the upright image's
+    /// left and top must be whole 16-pixel MCUs (the right and bottom ones may
+    /// be partial). A camera's 4032 × 3024 or 6000 × 4000 always is.
+    static func turnKeepsBlocks(width: Int, height: Int, orientation: Int) -> Bool {
+        let wide = width % 16 == 0, high = height % 16 == 0
+        switch orientation {
+        case 1, 5: return true
+        case 2, 8: return wide
+        case 4, 6: return high
+        case 3, 7: return wide && high
+        default: return false
+        }
     }
 
     /// Why a source's pixels are not read through its planes, or nil when they are.
