@@ -571,6 +571,9 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode, int turn) {
             w->packed_size = blocks * 16 + 4096;
             w->packed = malloc(w->packed_size);
             if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
+            // Place 0 is an empty block: what a block the decoder never handed over would read.
+            w->packed[0] = 0;
+            w->packed_used = 1;
             w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
             w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
         }

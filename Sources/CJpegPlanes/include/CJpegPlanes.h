@@ -6,10 +6,13 @@
 // libjpeg-turbo's raw-data calls decode the planes as they are stored and
 // encode from planes, so the store is made from the source's own samples, a
 // band of rows at a time (an upright source holds no image in memory), and the
-// thumbnail tap reads the same bands. A JPEG in another RGB matrix/TRC profile
-// (Display P3, Adobe RGB) is decoded to RGB a band at a time instead, each band
-// converted to sRGB in place (the tables libvips's path uses), tapped, and
-// encoded from RGB as libvips's encoder does. The caller falls back to libvips
+// thumbnail tap reads the same bands. A 4:2:0 one whose turn keeps its block
+// grid needs not even its samples: its blocks are requantized to the store's
+// tables as coded (libjpeg's two DCTs replaced through jpegint.h, the hooks
+// libjpeg-turbo installs it for) and the tap reads each block's mean. A JPEG
+// in another RGB matrix/TRC profile (Display P3, Adobe RGB) is decoded to RGB a
+// band at a time instead, each band converted to sRGB in place (the tables
+// libvips's path uses), tapped, and encoded from RGB as libvips's encoder does. The caller falls back to libvips
 // on any error here (the function returns 0, or -1 with a reason in `error`).
 #ifndef CJPEGPLANES_H
 #define CJPEGPLANES_H
@@ -58,7 +61,8 @@ typedef struct {
 /// 3-component YCbCr JPEG in Huffman coding with one of those samplings, any
 /// size other than the job's, and any decoder warning (a corrupt or truncated
 /// file is left to libvips and its fail_on rules). An upright source is
-/// streamed (a band of 16 rows); a turned one is held whole, as 4:2:0 planes.
+/// streamed (a band of 16 rows); a turned one is held whole, as 4:2:0 planes,
+/// or with `blocks` as its packed blocks.
 int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPlanesJob *job,
                           CJpegPlanesResult *result, char *error, size_t error_size);
 
