@@ -302,13 +302,14 @@ typedef struct Work {
     JSAMPARRAY rows[3];
     JCOEF *coefs[3];
     size_t coef_stride[3]; // blocks a block row
-    int source_dc[3];                   // each component's DC step, for the block means
     int32_t ratio[3][DCTSIZE2];         // 2^15 × source step / store step, rounded
     int16_t pairs[3][DCTSIZE2 / 8][16]; // (ratio, bias) in the AVX2 loop's order
     void (*requantize)(const struct Work *w, int ci, const JCOEF *in, JCOEF *out);
     // A turned source's blocks, held until the decode ends: each requantized and
     // turned, packed as (count, then index and value for each coefficient not
     // zero) in `packed`, found by `places` (per component, one a source block).
+    int tapped;                     // whether a tap reads the decoded rows
+    inverse_DCT_method_ptr idct[3]; // libjpeg's own, for the tap's pixels
     int turn;                       // the EXIF orientation the blocks are turned by (1: streamed)
     int imcu_row, out_imcu_row;     // the iMCU rows being decoded and encoded
     JDIMENSION wide[3], high[3];    // the source's components in blocks
@@ -361,17 +362,16 @@ static void write_band(Work *w, Plane y, Plane cb, Plane cr) {
     if (jpeg_write_raw_data(&w->out, image, 16) != 16) stop((j_common_ptr)&w->out, "the encoder took a short band");
 }
 
-// MARK: - An upright 4:2:0 source's blocks as coded
+// MARK: - A 4:2:0 source's blocks as coded
 
-// An upright 4:2:0 source's store has the source's own block grid, so it needs
-// no pixels: each block is entropy-decoded, its coefficients taken to the
-// store's tables, and entropy-coded again; neither transform runs, nor the
-// chroma's resampling. libjpeg's IDCT is replaced by `keep_block`, which fills
-// the block with its DC value (the block's mean, as libjpeg's 1 × 1 IDCT and
-// libvips's shrink-on-load at 1/8 make it) for the thumbnail tap and keeps the
-// requantized block; its forward DCT by `give_block`, which hands that back.
-// Without a store, `keep_block` only fills, so a thumbnail is the same whether
-// or not the store is made here.
+// A 4:2:0 source's store has the source's own block grid (upright, or turned
+// so that the grid stays), so it needs no pixels: each block is entropy-decoded,
+// its coefficients taken to the store's tables (and turned), and entropy-coded
+// again; neither the forward DCT nor any chroma resampling runs. libjpeg's
+// inverse DCT is wrapped by `keep_block`, which keeps the requantized block and
+// runs the IDCT only when a thumbnail tap reads the rows (the same pixels
+// decoding gives, so a thumbnail never depends on the store's route); its
+// forward DCT is replaced by `give_block`, which hands the block back.
 //
 // Requantizing: q = (|c| × ratio + bias) >> 15, at most 1023 (baseline
 // Huffman's largest, so a crafted block cannot stop the encoder), with c's
@@ -446,11 +446,14 @@ static void turn_block(int o, const JCOEF *in, JCOEF *out) {
         }
 }
 
-// Packs a turned source's requantized block, turned, as the source block (`x`, `y`) of component `ci`.
+// Packs a turned source's block (`x`, `y`) of component `ci`: turned, then
+// requantized to the store's steps where each coefficient lands (a quarter
+// turn moves (u, v) to (v, u), whose step differs: the tables are not symmetric).
 static void pack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, const JCOEF *block) {
     if (x >= w->wide[ci] || y >= w->high[ci]) stop((j_common_ptr)&w->in, "a block outside the source's grid");
-    JCOEF turned[DCTSIZE2];
-    turn_block(w->turn, block, turned);
+    JCOEF moved[DCTSIZE2], turned[DCTSIZE2];
+    turn_block(w->turn, block, moved);
+    w->requantize(w, ci, moved, turned);
     if (w->packed_size - w->packed_used < 1 + 3 * DCTSIZE2) {
         unsigned char *grown = realloc(w->packed, w->packed_size * 2);
         if (!grown) stop((j_common_ptr)&w->in, "out of memory for the blocks");
@@ -479,16 +482,13 @@ static void keep_block(j_decompress_ptr cinfo, jpeg_component_info *compptr, JCO
     const int ci = compptr->component_index;
     const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE;
     if (w->places[0]) {
-        JCOEF requantized[DCTSIZE2];
-        w->requantize(w, ci, block, requantized);
         pack_block(w, ci, column / DCTSIZE, (JDIMENSION)((size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row),
-                   requantized);
+                   block);
     } else if (w->coefs[0]) {
         w->requantize(w, ci, block, w->coefs[ci] + (row * w->coef_stride[ci] + column / DCTSIZE) * DCTSIZE2);
     }
-    int mean = ((block[0] * w->source_dc[ci] + 4) >> 3) + 128;
-    mean = mean < 0 ? 0 : mean > 255 ? 255 : mean;
-    for (int y = 0; y < DCTSIZE; y++) memset(output[y] + column, mean, DCTSIZE);
+    // The tap's pixels, by libjpeg's own IDCT (the same pixels decoding gives); none without a tap.
+    if (w->tapped) w->idct[ci](cinfo, compptr, block, output, column);
 }
 
 static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMPARRAY samples, JBLOCKROW blocks,
@@ -525,18 +525,17 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
     memcpy(blocks, from, (size_t)count * sizeof(JBLOCK));
 }
 
-// Replaces the decoder's IDCT (once it has started), and with `encode` (once
-// the encoder has started too) sets up the requantizing: the tables, one iMCU
-// row of blocks, and the encoder's forward DCT replaced.
-static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode, int turn) {
+// Once both codecs have started: the tables, one iMCU row of blocks (or every
+// block, packed, for a turned source), and the two DCTs replaced.
+static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
     struct jpeg_decompress_struct *in = &w->in;
     struct jpeg_compress_struct *out = &w->out;
     for (int ci = 0; ci < 3; ci++) {
         if (!in->comp_info[ci].quant_table) stop((j_common_ptr)in, "a component without its table");
-        w->source_dc[ci] = in->comp_info[ci].quant_table->quantval[0];
         w->rows[ci] = rows[ci];
+        w->idct[ci] = in->idct->inverse_DCT[ci];
     }
-    if (encode) {
+    {
         size_t total = 0;
         int narrow = 1; // every ratio under 2^15
         for (int ci = 0; ci < 3; ci++) {
@@ -548,8 +547,11 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int encode, int turn) {
                 from->h_samp_factor != to->h_samp_factor || from->v_samp_factor != to->v_samp_factor ||
                 !out->quant_tbl_ptrs[to->quant_tbl_no])
                 stop((j_common_ptr)in, "the store's block grid differs from the source's");
-            if (!set_tables(w, ci, from->quant_table->quantval, out->quant_tbl_ptrs[to->quant_tbl_no]->quantval))
-                narrow = 0;
+            // A quarter turn's coefficient at (u, v) had the source's step at (v, u).
+            UINT16 source[DCTSIZE2];
+            for (int k = 0; k < DCTSIZE2; k++)
+                source[k] = from->quant_table->quantval[turn >= 5 ? (k % DCTSIZE) * DCTSIZE + k / DCTSIZE : k];
+            if (!set_tables(w, ci, source, out->quant_tbl_ptrs[to->quant_tbl_no]->quantval)) narrow = 0;
             w->coef_stride[ci] = (size_t)from->width_in_blocks;
             total += w->coef_stride[ci] * (size_t)from->v_samp_factor;
         }
@@ -597,7 +599,8 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int wide = W % 16 == 0, high = H % 16 == 0;
     const int keeps = o == 1 || o == 5 || ((o == 2 || o == 8) && wide) || ((o == 4 || o == 6) && high) ||
                       ((o == 3 || o == 7) && wide && high);
-    const int blocks = job->blocks && is420 && keeps, requantizing = blocks && encode;
+    const int blocks = job->blocks && is420 && keeps && encode, requantizing = blocks;
+    w->tapped = job->tap != NULL;
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
     const int whole = encode && o != 1 && !blocks;
@@ -648,7 +651,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
 
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
-    if (blocks) take_blocks(w, image, encode, o);
+    if (blocks) take_blocks(w, image, o);
     result->requantized = requantizing;
     unsigned char *chroma_rows[DCTSIZE];
     while (in->output_scanline < in->output_height) {

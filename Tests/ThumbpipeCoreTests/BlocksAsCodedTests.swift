@@ -5,9 +5,9 @@ import ThumbpipeTestSupport
 
 @testable import ThumbpipeCore
 
-/// An upright 4:2:0 JPEG taken as coded (``ItemPlan/blocks``): its store
-/// requantized from its blocks, its thumbnail from their means, and both as
-/// good as decoding and encoding it.
+/// A 4:2:0 JPEG's store taken as coded (``ItemPlan/blocks``): requantized from
+/// its blocks, as good as decoding and encoding it, and its thumbnail the same
+/// bytes as without a store.
 @Suite("JPEG blocks taken as coded", .vipsStarted, .serialized)
 struct BlocksAsCodedTests {
     /// libjpeg's luminance table at quality 50 (the standard's), in natural order.
@@ -88,11 +88,12 @@ struct BlocksAsCodedTests {
     }
 
     /// The store `CJpegPlanes_transcode` makes of `bytes` at quality 50, taken as coded or not.
-    static func transcode(_ bytes: Data, width: Int, height: Int, blocks: Bool) throws -> (
+    static func transcode(_ bytes: Data, width: Int, height: Int, orientation: Int = 1, blocks: Bool) throws -> (
         store: Data, requantized: Bool
     ) {
         var job = CJpegPlanesJob(
-            width: Int32(width), height: Int32(height), orientation: 1, quality: 50, optimize_coding: 0, tap: nil,
+            width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: 50,
+            optimize_coding: 0, tap: nil,
             shaper: nil, blocks: blocks ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
@@ -107,7 +108,7 @@ struct BlocksAsCodedTests {
     }
 
     @Test(
-        "Upright 4:2:0 JPEGs taken as coded (odd sizes, quality 40 to 89): a store at most 2 % larger than decoding and encoding makes and within 0.25 dB of it against the source, and the same thumbnail within 40 dB; the fixture photos (4:2:2) decode"
+        "Upright 4:2:0 JPEGs taken as coded (made at odd sizes, quality 40 to 89, and the fixture photos): a store at most 2 % larger than decoding and encoding makes and within 0.25 dB of it against the source, the thumbnail byte for byte the one made without a store; 4:2:2 ones decode"
     )
     func fixtures() throws {
         var taken = 0
@@ -119,7 +120,8 @@ struct BlocksAsCodedTests {
             let plan = ItemPlan.make(
                 header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
                 planes: true)
-            guard plan.blocks else { continue }
+            // Upright ones: the transcode below does not turn.
+            guard plan.blocks, header.orientation == 1 else { continue }
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             let coded = try Self.transcode(bytes, width: header.width, height: header.height, blocks: true)
             let decoded = try Self.transcode(bytes, width: header.width, height: header.height, blocks: false)
@@ -140,29 +142,32 @@ struct BlocksAsCodedTests {
                 Double(coded.store.count) <= Double(decoded.store.count) * 1.02,
                 "\(name): \(coded.store.count) B against \(decoded.store.count)")
             #expect(PlanePathTests.samplingFactors(coded.store) == [0x22, 0x11, 0x11], "\(name)")
-            // Through the item job: the route reported, and the thumbnail from the blocks' means.
+            // Through the item job: the route reported, and the thumbnail the one made without a store.
             let planes = try PlanePathTests.store(path, planes: true)
-            let libvips = try PlanePathTests.store(path, planes: false)
             #expect(planes.path == .planesRequantized, "\(name)")
-            #expect(planes.bytes == coded.store, "\(name): the item's store is the transcode's")
-            let ta = try DecodedTestImage.load(png: try #require(planes.thumbnail))
-            let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
-            #expect(psnr(ta.pixels, tb.pixels) >= 40, "\(name): thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+            // (Compared as a Bool: a failed == on Data has Swift Testing diff megabytes.)
+            let sameStore = planes.bytes == coded.store
+            #expect(sameStore, "\(name): the item's store is not the transcode's")
+            let alone = ItemJobRunner(settings: PipelineSettings()).runHere(
+                ItemJob(index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: false, hashSource: false))
+            #expect(alone.failure == nil && alone.thumbnail != nil, "\(name)")
+            let sameThumbnail = planes.thumbnail == alone.thumbnail
+            #expect(sameThumbnail, "\(name): the thumbnail depends on the store's route")
         }
-        #expect(taken == made.count, "\(taken) sources taken as coded")
+        #expect(taken >= made.count, "\(taken) sources taken as coded")
     }
 
     @Test(
-        "Turned 4:2:0 JPEGs, all 8 orientations: taken as coded when the turn keeps the block grid (1600 × 1280; 1601 × 1283 upright or transposed only), upright as libvips turns them, as good as its store, the same thumbnail"
+        "Turned 4:2:0 JPEGs, all 8 orientations: taken as coded when the turn keeps the block grid (1600 × 1280; 1601 × 1283 upright or transposed only), upright as libvips turns them, as good as its store"
     )
     func turned() throws {
         for (width, height) in [(1600, 1280), (1601, 1283)] {
-            // The upright source's store: a turned one's must be it turned, but for the IDCT's rounding
-            // (measured 66 dB or identical; a quarter turn with its signs wrong gave 47).
-            let upright = try PlanePathTests.decoded(
-                PlanePathTests.store(
-                    try PlanePathTests.oriented(1, width: width, height: height, quality: 85), planes: true
-                ).bytes)
+            // The upright source's store: a mirrored one's must be it mirrored, but for the IDCT's
+            // rounding (measured 71 dB or identical; a mirror with its signs wrong gave 47), and a
+            // quarter-turned one (whose coefficients meet other store steps) as close to its source.
+            let uprightSource = try PlanePathTests.oriented(1, width: width, height: height, quality: 85)
+            let upright = try PlanePathTests.decoded(PlanePathTests.store(uprightSource, planes: true).bytes)
+            let uprightQuality = psnr(upright.pixels, try DecodedTestImage.load(uprightSource).pixels)
             for orientation in 1...8 {
                 let path = try PlanePathTests.oriented(orientation, width: width, height: height, quality: 85)
                 let label = "\(width)×\(height), orientation \(orientation)"
@@ -173,10 +178,77 @@ struct BlocksAsCodedTests {
                     made.path == (keeps ? .planesRequantized : .planes), "\(label): \(String(describing: made.path))")
                 guard keeps else { continue }
                 let store = try PlanePathTests.decoded(made.bytes)
-                let expected = Self.turn(upright, orientation)
-                try #require(store.pixels.count == expected.count, "\(label)")
-                #expect(psnr(store.pixels, expected) >= 60, "\(label): \(psnr(store.pixels, expected)) dB")
+                if orientation < 5 {
+                    let expected = Self.turn(upright, orientation)
+                    try #require(store.pixels.count == expected.count, "\(label)")
+                    #expect(psnr(store.pixels, expected) >= 60, "\(label): \(psnr(store.pixels, expected)) dB")
+                } else {
+                    let source = try DecodedTestImage.load(path, autorotate: true)
+                    try #require(store.pixels.count == source.pixels.count, "\(label)")
+                    let quality = psnr(store.pixels, source.pixels)
+                    #expect(quality >= uprightQuality - 0.1, "\(label): \(quality) dB, upright \(uprightQuality)")
+                }
             }
+        }
+    }
+
+    @Test(
+        "Progressive, restart intervals and optimised tables, upright and turned: taken as coded, as good as libvips's store"
+    )
+    func codings() throws {
+        let folder = TestPaths.temporaryFolder("blocks-codings")
+        let ppm = folder + "/source.ppm"
+        let made = try runProcess(
+            "/usr/bin/djpeg",
+            ["-pnm", "-outfile", ppm, try PlanePathTests.oriented(1, width: 1600, height: 1280, quality: 95)])
+        try #require(made.status == 0, "\(made.stderr)")
+        for options in [["-progressive"], ["-restart", "1B"], ["-restart", "3"], ["-optimize"]] {
+            let path = folder + "/c\(options.joined()).jpg"
+            let coded = try runProcess(
+                "/usr/bin/cjpeg", ["-sample", "2x2", "-quality", "92"] + options + ["-outfile", path, ppm])
+            try #require(coded.status == 0, "\(coded.stderr)")
+            let label = options.joined(separator: " ")
+            try PlanePathTests.expectPlanesAsGood(path, label)
+            #expect(try PlanePathTests.store(path, planes: true).path == .planesRequantized, "\(label)")
+        }
+    }
+
+    @Test(
+        "A textured photo with lopsided tables (steps by horizontal frequency only), all 8 orientations: taken as coded, within 0.25 dB of decoding and encoding it against the source"
+    )
+    func lopsidedTables() throws {
+        let folder = TestPaths.temporaryFolder("blocks-lopsided")
+        let ppm = folder + "/photo.ppm", tables = folder + "/tables.txt"
+        let cut = try runProcess(
+            "/usr/bin/djpeg",
+            [
+                "-crop", "1600x1200+0+0", "-pnm", "-outfile", ppm,
+                TestPaths.fixture("edge/orientation-1_Landscape_1.jpg"),
+            ])
+        try #require(cut.status == 0, "\(cut.stderr)")
+        // Luma steps 5 + 30u (u the horizontal frequency), scaled to 20 % by cjpeg's quality 90:
+        // a quarter turn that took a step from the wrong place, source's or store's, is far off.
+        let rows = (0..<8).map { _ in (0..<8).map { String(5 + 30 * $0) }.joined(separator: " ") }
+        try rows.joined(separator: "\n").write(toFile: tables, atomically: true, encoding: .utf8)
+        for orientation in 1...8 {
+            let path = try PlanePathTests.sampled(
+                "", sampling: "2x2", orientation: orientation, options: ["-qtables", tables], ppm: ppm, name: "lop")
+            let label = "lopsided, orientation \(orientation)"
+            let made = try PlanePathTests.store(path, planes: true)
+            #expect(made.path == .planesRequantized, "\(label): \(String(describing: made.path))")
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            let coded = try Self.transcode(bytes, width: 1600, height: 1200, orientation: orientation, blocks: true)
+            let decoded = try Self.transcode(bytes, width: 1600, height: 1200, orientation: orientation, blocks: false)
+            let sameStore = coded.store == made.bytes
+            #expect(coded.requantized && sameStore, "\(label)")
+            let source = try DecodedTestImage.load(path, autorotate: true)
+            let (a, b) = (try PlanePathTests.decoded(coded.store), try PlanePathTests.decoded(decoded.store))
+            try #require(a.pixels.count == source.pixels.count && b.pixels.count == source.pixels.count, "\(label)")
+            let (pa, pb) = (psnr(a.pixels, source.pixels), psnr(b.pixels, source.pixels))
+            print(
+                "lopsided\t\(orientation)\tas coded \(String(format: "%.3f", pa)) dB\tdecoded \(String(format: "%.3f", pb)) dB"
+            )
+            #expect(pa >= pb - 0.25, "\(label): as coded \(pa) dB, decoded \(pb) dB")
         }
     }
 

@@ -193,10 +193,15 @@ extension PlanePathTests {
     /// `cjpeg -sample H×V` (the luma's sampling factors: 1x1 is 4:4:4, 2x1 4:2:2,
     /// 1x2 4:4:0, 2x2 4:2:0) of the source, at Q90, with a hand-made EXIF
     /// segment holding `orientation` (1 to 8) after its start of image.
-    static func sampled(_ source: String, sampling: String, orientation: Int, options: [String] = []) throws -> String {
-        let path = TestPaths.temporaryFolder("sampled") + "/s\(sampling)-o\(orientation).jpg"
+    /// `ppm` (by default `sources`' pixels) may be any other PPM; `name` tells the files apart.
+    static func sampled(
+        _ source: String, sampling: String, orientation: Int, options: [String] = [], ppm: String? = nil,
+        name: String = "s"
+    ) throws -> String {
+        let path = TestPaths.temporaryFolder("sampled") + "/\(name)\(sampling)-o\(orientation).jpg"
         let made = try runProcess(
-            "/usr/bin/cjpeg", ["-sample", sampling, "-quality", "90"] + options + ["-outfile", path, sources.ppm])
+            "/usr/bin/cjpeg",
+            ["-sample", sampling, "-quality", "90"] + options + ["-outfile", path, ppm ?? sources.ppm])
         try #require(made.status == 0, "\(made.stderr)")
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         // APP1 "Exif": a little-endian TIFF header and one IFD of one entry, Orientation (SHORT).

@@ -8,8 +8,8 @@
 // band of rows at a time (an upright source holds no image in memory), and the
 // thumbnail tap reads the same bands. A 4:2:0 one whose turn keeps its block
 // grid needs not even its samples: its blocks are requantized to the store's
-// tables as coded (libjpeg's two DCTs replaced through jpegint.h, the hooks
-// libjpeg-turbo installs it for) and the tap reads each block's mean. A JPEG
+// tables as coded (libjpeg's two DCTs wrapped through jpegint.h, the hooks
+// libjpeg-turbo installs it for), the inverse one run only for the tap. A JPEG
 // in another RGB matrix/TRC profile (Display P3, Adobe RGB) is decoded to RGB a
 // band at a time instead, each band converted to sRGB in place (the tables
 // libvips's path uses), tapped, and encoded from RGB as libvips's encoder does. The caller falls back to libvips
@@ -35,9 +35,10 @@ typedef struct {
     CThumbKernelsTap *tap;
     /// When not NULL, the source's profile to sRGB: decoded to RGB, converted, re-encoded.
     const CThumbKernelsShaper *shaper;
-    /// An upright 4:2:0 source (without a shaper) is taken as coded: the tap
-    /// fed each 8 × 8 block's mean (its DC) and the store's blocks requantized
-    /// from the source's coefficients, no transform run. Any other source decodes.
+    /// A 4:2:0 source (without a shaper) whose turn keeps its block grid is
+    /// taken as coded when a store is made: the store's blocks requantized from
+    /// the source's coefficients (turned as the source is), no forward DCT run,
+    /// and the inverse DCT run only for the tap (the same pixels as decoding).
     int blocks;
 } CJpegPlanesJob;
 

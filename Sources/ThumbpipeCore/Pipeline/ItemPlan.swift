@@ -27,13 +27,11 @@ struct ItemPlan: Sendable, Equatable {
     var thumbnailOnPlanes: Bool
     /// How the store file is made.
     var store: Store
-    /// Whether a JPEG in sRGB (or untagged) tapped by a factor of 8 or more,
-    /// upright or turned without moving its block grid (``turnKeepsBlocks``), is
-    /// taken as coded when it is 4:2:0: the thumbnail's tap fed each 8 × 8
-    /// block's mean (its DC coefficient, as libvips's shrink-on-load at 1/8
-    /// decodes it) and its store requantized from the source's blocks, turned
-    /// block by block (``StorePath/planesRequantized``), neither transform run.
-    /// Decided by the source and the thumbnail's size alone, like ``thumbnailOnPlanes``.
+    /// Whether a JPEG in sRGB (or untagged) on the planes, upright or turned
+    /// without moving its block grid (``turnKeepsBlocks``), has its store taken
+    /// as coded when it is 4:2:0: requantized from the source's blocks, turned
+    /// block by block, no forward DCT run (``StorePath/planesRequantized``). Its
+    /// thumbnail's tap reads the same pixels as decoding gives (libjpeg's IDCT).
     var blocks: Bool
 
     /// The plan for a source of `header` whose job asks for a store file
@@ -53,12 +51,9 @@ struct ItemPlan: Sendable, Equatable {
         } else {
             storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
         }
-        var blocks = false
-        if offPlanes == nil, header.jpegColour == .sRGB, case .tap(let factor) = decode {
-            blocks =
-                factor >= 8
-                && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
-        }
+        let blocks =
+            offPlanes == nil && header.jpegColour == .sRGB
+            && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
         return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks)
     }
 

@@ -47,8 +47,8 @@ struct JpegPlaneStore {
     /// (for the source's stored size), and with a `descriptor` writes there the
     /// store file, upright. When libjpeg refuses the source, nothing is written
     /// and ``Made/refused`` says why (the caller takes the libvips path); the
-    /// attempt's time is in `spans` either way. With `blocks`, an upright 4:2:0
-    /// source is taken as coded (``ItemPlan/blocks``).
+    /// attempt's time is in `spans` either way. With `blocks`, a 4:2:0 source's
+    /// store is taken as coded (``ItemPlan/blocks``).
     /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
         _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, blocks: Bool,

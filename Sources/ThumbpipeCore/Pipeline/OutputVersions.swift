@@ -36,10 +36,11 @@ public struct OutputVersions: Sendable, Equatable {
         // plane path, converted a band at a time: the same pixels as before (the same
         // tables), written by libjpeg as the plane stores are (their markers differ
         // from libvips's). Their thumbnails are unchanged, byte for byte.
-        // thumbnail 6, store 6: an upright 4:2:0 JPEG in sRGB tapped by 8 or more is
-        // taken as coded (ItemPlan.blocks): its thumbnail from each block's mean, its
-        // store requantized from its blocks (StorePath.planesRequantized).
-        OutputVersions(thumbnail: 6, store: 6, libvips: LibVips.version, options: buildOptions)
+        // store 6: a 4:2:0 JPEG in sRGB whose turn keeps its block grid has its store
+        // taken as coded (ItemPlan.blocks, StorePath.planesRequantized): requantized
+        // from its blocks. Its thumbnail is unchanged, byte for byte (the tap reads
+        // the same pixels).
+        OutputVersions(thumbnail: 5, store: 6, libvips: LibVips.version, options: buildOptions)
     }
 
     /// The process-wide switches that change output bytes, in words ("" when none
