@@ -535,53 +535,51 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
         w->rows[ci] = rows[ci];
         w->idct[ci] = in->idct->inverse_DCT[ci];
     }
-    {
-        size_t total = 0;
-        int narrow = 1; // every ratio under 2^15
-        for (int ci = 0; ci < 3; ci++) {
-            const jpeg_component_info *from = &in->comp_info[ci], *to = &out->comp_info[ci];
-            // A quarter turn swaps the grid's sides.
-            const JDIMENSION wide = turn >= 5 ? from->height_in_blocks : from->width_in_blocks;
-            const JDIMENSION high = turn >= 5 ? from->width_in_blocks : from->height_in_blocks;
-            if (wide != to->width_in_blocks || high != to->height_in_blocks ||
-                from->h_samp_factor != to->h_samp_factor || from->v_samp_factor != to->v_samp_factor ||
-                !out->quant_tbl_ptrs[to->quant_tbl_no])
-                stop((j_common_ptr)in, "the store's block grid differs from the source's");
-            // A quarter turn's coefficient at (u, v) had the source's step at (v, u).
-            UINT16 source[DCTSIZE2];
-            for (int k = 0; k < DCTSIZE2; k++)
-                source[k] = from->quant_table->quantval[turn >= 5 ? (k % DCTSIZE) * DCTSIZE + k / DCTSIZE : k];
-            if (!set_tables(w, ci, source, out->quant_tbl_ptrs[to->quant_tbl_no]->quantval)) narrow = 0;
-            w->coef_stride[ci] = (size_t)from->width_in_blocks;
-            total += w->coef_stride[ci] * (size_t)from->v_samp_factor;
-        }
-        if (turn == 1) {
-            w->coefs[0] = malloc(total * sizeof(JBLOCK));
-            if (!w->coefs[0]) stop((j_common_ptr)in, "out of memory for the blocks");
-            w->coefs[1] = w->coefs[0] + w->coef_stride[0] * (size_t)in->comp_info[0].v_samp_factor * DCTSIZE2;
-            w->coefs[2] = w->coefs[1] + w->coef_stride[1] * (size_t)in->comp_info[1].v_samp_factor * DCTSIZE2;
-        } else {
-            // Every block held, packed (a photo's block at quality 50 keeps 5–10 coefficients of 64).
-            w->turn = turn;
-            size_t blocks = 0;
-            for (int ci = 0; ci < 3; ci++) {
-                w->wide[ci] = in->comp_info[ci].width_in_blocks;
-                w->high[ci] = in->comp_info[ci].height_in_blocks;
-                blocks += (size_t)w->wide[ci] * w->high[ci];
-            }
-            w->places[0] = calloc(blocks, sizeof(uint32_t));
-            w->packed_size = blocks * 16 + 4096;
-            w->packed = malloc(w->packed_size);
-            if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
-            // Place 0 is an empty block: what a block the decoder never handed over would read.
-            w->packed[0] = 0;
-            w->packed_used = 1;
-            w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
-            w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
-        }
-        w->requantize = narrow && __builtin_cpu_supports("avx2") ? requantize_block_avx2 : requantize_block;
-        out->fdct->forward_DCT = give_block;
+    size_t total = 0;
+    int narrow = 1; // every ratio under 2^15
+    for (int ci = 0; ci < 3; ci++) {
+        const jpeg_component_info *from = &in->comp_info[ci], *to = &out->comp_info[ci];
+        // A quarter turn swaps the grid's sides.
+        const JDIMENSION wide = turn >= 5 ? from->height_in_blocks : from->width_in_blocks;
+        const JDIMENSION high = turn >= 5 ? from->width_in_blocks : from->height_in_blocks;
+        if (wide != to->width_in_blocks || high != to->height_in_blocks ||
+            from->h_samp_factor != to->h_samp_factor || from->v_samp_factor != to->v_samp_factor ||
+            !out->quant_tbl_ptrs[to->quant_tbl_no])
+            stop((j_common_ptr)in, "the store's block grid differs from the source's");
+        // A quarter turn's coefficient at (u, v) had the source's step at (v, u).
+        UINT16 source[DCTSIZE2];
+        for (int k = 0; k < DCTSIZE2; k++)
+            source[k] = from->quant_table->quantval[turn >= 5 ? (k % DCTSIZE) * DCTSIZE + k / DCTSIZE : k];
+        if (!set_tables(w, ci, source, out->quant_tbl_ptrs[to->quant_tbl_no]->quantval)) narrow = 0;
+        w->coef_stride[ci] = (size_t)from->width_in_blocks;
+        total += w->coef_stride[ci] * (size_t)from->v_samp_factor;
     }
+    if (turn == 1) {
+        w->coefs[0] = malloc(total * sizeof(JBLOCK));
+        if (!w->coefs[0]) stop((j_common_ptr)in, "out of memory for the blocks");
+        w->coefs[1] = w->coefs[0] + w->coef_stride[0] * (size_t)in->comp_info[0].v_samp_factor * DCTSIZE2;
+        w->coefs[2] = w->coefs[1] + w->coef_stride[1] * (size_t)in->comp_info[1].v_samp_factor * DCTSIZE2;
+    } else {
+        // Every block held, packed (a photo's block at quality 50 keeps 5–10 coefficients of 64).
+        w->turn = turn;
+        size_t blocks = 0;
+        for (int ci = 0; ci < 3; ci++) {
+            w->wide[ci] = in->comp_info[ci].width_in_blocks;
+            w->high[ci] = in->comp_info[ci].height_in_blocks;
+            blocks += (size_t)w->wide[ci] * w->high[ci];
+        }
+        w->places[0] = calloc(blocks, sizeof(uint32_t));
+        w->packed_size = blocks * 16 + 4096;
+        w->packed = malloc(w->packed_size);
+        if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
+        // Place 0 is an empty block: what a block the decoder never handed over would read.
+        w->packed[0] = 0;
+        w->packed_used = 1;
+        w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
+        w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
+    }
+    w->requantize = narrow && __builtin_cpu_supports("avx2") ? requantize_block_avx2 : requantize_block;
+    out->fdct->forward_DCT = give_block;
     for (int ci = 0; ci < 3; ci++) in->idct->inverse_DCT[ci] = keep_block;
 }
 
