@@ -296,20 +296,21 @@ typedef struct Work {
     unsigned char *bands;        // every band buffer, one allocation
     unsigned char *planes;       // a turned source's whole 4:2:0 planes, one allocation
     int64_t decode_ns, colour_ns, encode_ns;
-    // An upright 4:2:0 source's blocks as coded: the row arrays a band is read
-    // into (to place a block by the rows libjpeg hands its IDCT), one iMCU row
-    // of each component's blocks requantized to the store's tables, and those tables.
+    // A 4:2:0 source's blocks as coded: the row arrays a band is read into (to
+    // place a block by the rows libjpeg hands its IDCT), the store's tables, and
+    // whether (and with which IDCT) the tap's pixels are made.
     JSAMPARRAY rows[3];
-    JCOEF *coefs[3];
-    size_t coef_stride[3]; // blocks a block row
     int32_t ratio[3][DCTSIZE2];         // 2^15 × source step / store step, rounded
     int16_t pairs[3][DCTSIZE2 / 8][16]; // (ratio, bias) in the AVX2 loop's order
     void (*requantize)(const struct Work *w, int ci, const JCOEF *in, JCOEF *out);
-    // A turned source's blocks, held until the decode ends: each requantized and
-    // turned, packed as (count, then index and value for each coefficient not
-    // zero) in `packed`, found by `places` (per component, one a source block).
     int tapped;                     // whether a tap reads the decoded rows
     inverse_DCT_method_ptr idct[3]; // libjpeg's own, for the tap's pixels
+    // An upright source: one iMCU row of each component's blocks, requantized.
+    JCOEF *coefs[3];
+    size_t coef_stride[3]; // blocks a block row
+    // A turned source's blocks, held until the decode ends: each turned and
+    // requantized, packed as (count, then index and value for each coefficient
+    // not zero) in `packed`, found by `places` (per component, one a source block).
     int turn;                       // the EXIF orientation the blocks are turned by (1: streamed)
     int imcu_row, out_imcu_row;     // the iMCU rows being decoded and encoded
     JDIMENSION wide[3], high[3];    // the source's components in blocks
@@ -560,7 +561,8 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
         w->coefs[1] = w->coefs[0] + w->coef_stride[0] * (size_t)in->comp_info[0].v_samp_factor * DCTSIZE2;
         w->coefs[2] = w->coefs[1] + w->coef_stride[1] * (size_t)in->comp_info[1].v_samp_factor * DCTSIZE2;
     } else {
-        // Every block held, packed (a photo's block at quality 50 keeps 5–10 coefficients of 64).
+        // Every block held, packed: 4.0 and 9.3 bytes a block on the bench's two such photos,
+        // against 96 for the 4:2:0 planes the decoded path holds.
         w->turn = turn;
         size_t blocks = 0;
         for (int ci = 0; ci < 3; ci++) {
@@ -597,7 +599,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int wide = W % 16 == 0, high = H % 16 == 0;
     const int keeps = o == 1 || o == 5 || ((o == 2 || o == 8) && wide) || ((o == 4 || o == 6) && high) ||
                       ((o == 3 || o == 7) && wide && high);
-    const int blocks = job->blocks && is420 && keeps && encode, requantizing = blocks;
+    const int blocks = job->blocks && is420 && keeps && encode;
     w->tapped = job->tap != NULL;
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
@@ -650,7 +652,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
     if (blocks) take_blocks(w, image, o);
-    result->requantized = requantizing;
+    result->requantized = blocks;
     unsigned char *chroma_rows[DCTSIZE];
     while (in->output_scanline < in->output_height) {
         const int r = (int)in->output_scanline, valid = group < H - r ? group : H - r;
@@ -686,7 +688,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         // A streamed band goes to the encoder once its 16 rows are in (or the image ends).
         if (encode && !whole && !w->places[0] && (r % 16 + group == 16 || r + group >= H)) {
             const int band_rows = r % 16 + valid;
-            if (!requantizing) {
+            if (!blocks) {
                 pad_band(by, W, band_rows, 16);
                 pad_band(bcb, cw, (band_rows + 1) / 2, 8);
                 pad_band(bcr, cw, (band_rows + 1) / 2, 8);
@@ -855,13 +857,7 @@ void CJpegPlanes_free_buffer(unsigned char *jpeg) { free(jpeg); }
 // The tables of one component from the callers' steps, for the two test entries.
 static Work *test_work(const unsigned short source[64], const unsigned short store[64], int *narrow) {
     Work *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
-    UINT16 from[DCTSIZE2], to[DCTSIZE2];
-    for (int k = 0; k < DCTSIZE2; k++) {
-        from[k] = source[k];
-        to[k] = store[k];
-    }
-    *narrow = set_tables(w, 0, from, to);
+    if (w) *narrow = set_tables(w, 0, source, store); // UINT16 is unsigned short
     return w;
 }
 

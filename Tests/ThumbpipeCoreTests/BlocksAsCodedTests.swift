@@ -252,24 +252,14 @@ struct BlocksAsCodedTests {
         }
     }
 
-    /// `image`'s pixels as EXIF `orientation` shows them (AspectFillScale.storedPixel's mapping).
+    /// `image`'s pixels as EXIF `orientation` shows them (``AspectFillScale``'s `storedPixel`).
     static func turn(_ image: DecodedTestImage, _ orientation: Int) -> [UInt8] {
         let (w, h, b) = (image.width, image.height, image.bands)
         let (uw, uh) = orientation >= 5 ? (h, w) : (w, h)
         var out = [UInt8](repeating: 0, count: uw * uh * b)
         for y in 0..<uh {
             for x in 0..<uw {
-                let (column, row): (Int, Int)
-                switch orientation {
-                case 2: (column, row) = (w - 1 - x, y)
-                case 3: (column, row) = (w - 1 - x, h - 1 - y)
-                case 4: (column, row) = (x, h - 1 - y)
-                case 5: (column, row) = (y, x)
-                case 6: (column, row) = (y, h - 1 - x)
-                case 7: (column, row) = (w - 1 - y, h - 1 - x)
-                case 8: (column, row) = (w - 1 - y, x)
-                default: (column, row) = (x, y)
-                }
+                let (column, row) = AspectFillScale.storedPixel(x, y, orientation: orientation, width: w, height: h)
                 for i in 0..<b { out[(y * uw + x) * b + i] = image.pixels[(row * w + column) * b + i] }
             }
         }

@@ -12,8 +12,9 @@
 // libjpeg-turbo installs it for), the inverse one run only for the tap. A JPEG
 // in another RGB matrix/TRC profile (Display P3, Adobe RGB) is decoded to RGB a
 // band at a time instead, each band converted to sRGB in place (the tables
-// libvips's path uses), tapped, and encoded from RGB as libvips's encoder does. The caller falls back to libvips
-// on any error here (the function returns 0, or -1 with a reason in `error`).
+// libvips's path uses), tapped, and encoded from RGB as libvips's encoder does.
+// The caller falls back to libvips on any error here (the function returns 0,
+// or -1 with a reason in `error`).
 #ifndef CJPEGPLANES_H
 #define CJPEGPLANES_H
 

@@ -268,8 +268,7 @@ public struct ItemJobRunner: Sendable {
         if let refused = made.refused { return refused }
         if made.wroteStore {
             outcome.storeWritten = true
-            outcome.storePath =
-                header.conversion != nil ? .planesConverted : made.requantized ? .planesRequantized : .planes
+            outcome.storePath = made.path
         }
         if let tap = made.tap {
             outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)

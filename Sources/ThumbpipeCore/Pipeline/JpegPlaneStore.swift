@@ -8,8 +8,9 @@ public enum StorePath: String, Sendable, Codable {
     /// Through the JPEG's Y, Cb, Cr planes (libjpeg-turbo): no chroma upsampled,
     /// no colour converted and back, the thumbnail's blocks read from the planes.
     case planes
-    /// An upright 4:2:0 JPEG taken as coded (``ItemPlan/blocks``): its blocks
-    /// entropy-decoded and requantized to the store's tables, no transform run.
+    /// A 4:2:0 JPEG's store taken as coded (``ItemPlan/blocks``): its blocks
+    /// entropy-decoded, turned upright and requantized to the store's tables, no
+    /// forward DCT run.
     case planesRequantized = "planes, requantized"
     /// Through libjpeg-turbo a band at a time, colour converted to sRGB on the way
     /// (a JPEG in an RGB matrix/TRC profile).
@@ -36,8 +37,8 @@ struct JpegPlaneStore {
         var tap: ThumbnailTap?
         /// Whether the store file's bytes were written to the descriptor.
         var wroteStore = false
-        /// Whether the store was requantized from the source's blocks.
-        var requantized = false
+        /// The store's route when it was written (planes as decoded, converted or requantized).
+        var path: StorePath?
         /// Why libjpeg refused the source (nothing was made then: the caller takes libvips).
         var refused: String?
     }
@@ -90,6 +91,7 @@ struct JpegPlaneStore {
                 throw ThumbpipeError(.ioError, "store file: write failed: \(error)")
             }
         }
-        return Made(tap: filled, wroteStore: true, requantized: result.requantized != 0)
+        let path: StorePath = shaper != nil ? .planesConverted : result.requantized != 0 ? .planesRequantized : .planes
+        return Made(tap: filled, wroteStore: true, path: path)
     }
 }
