@@ -303,8 +303,12 @@ typedef struct Work {
     int32_t ratio[3][DCTSIZE2];         // 2^15 × source step / store step, rounded
     int16_t pairs[3][DCTSIZE2 / 8][16]; // (ratio, bias) in the AVX2 loop's order
     void (*requantize)(const struct Work *w, int ci, const JCOEF *in, JCOEF *out);
-    int tapped;                     // whether a tap reads the decoded rows
-    inverse_DCT_method_ptr idct[3]; // libjpeg's own, for the tap's pixels
+    int pixels;                     // whether libjpeg's IDCT runs (for the tap's pixels or the store's)
+    inverse_DCT_method_ptr idct[3]; // libjpeg's own
+    // The tap fed the blocks' sums (8 × dequantized DC + 8192, the sum of the
+    // 64 samples decoding would give) of the iMCU row under way, per component.
+    int32_t *sums[3];
+    int sums_wide[3];
     // An upright source: one iMCU row of each component's blocks, requantized.
     JCOEF *coefs[3];
     size_t coef_stride[3]; // blocks a block row
@@ -482,14 +486,40 @@ static void keep_block(j_decompress_ptr cinfo, jpeg_component_info *compptr, JCO
     Work *w = work_of_decoder(cinfo);
     const int ci = compptr->component_index;
     const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE;
+    if (w->sums[0]) {
+        const size_t x = column / DCTSIZE;
+        if (row >= (size_t)compptr->v_samp_factor || x >= (size_t)w->sums_wide[ci])
+            stop((j_common_ptr)cinfo, "a block outside the band");
+        // The block's samples inside the image: all 64 but at its right and bottom edges.
+        const size_t y = (size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row;
+        const size_t across = compptr->downsampled_width - x * DCTSIZE, down = compptr->downsampled_height - y * DCTSIZE;
+        int64_t sum;
+        if (across >= DCTSIZE && down >= DCTSIZE) {
+            // A block's mean is its dequantized DC / 8 + 128 (islow's scaling): 64 of them.
+            sum = 8 * (int64_t)block[0] * compptr->quant_table->quantval[0] + 8192;
+        } else {
+            // An edge block's DC counts the samples past the edge too, which are the
+            // encoder's padding: the samples inside, decoded, and their mean × 64.
+            JSAMPLE samples[DCTSIZE][2 * DCTSIZE];
+            JSAMPROW rows[DCTSIZE];
+            for (int i = 0; i < DCTSIZE; i++) rows[i] = samples[i];
+            w->idct[ci](cinfo, compptr, block, rows, 0);
+            const size_t n = (across < DCTSIZE ? across : DCTSIZE), m = (down < DCTSIZE ? down : DCTSIZE);
+            int64_t inside = 0;
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) inside += samples[i][j];
+            sum = (inside * DCTSIZE2 + (int64_t)(n * m) / 2) / (int64_t)(n * m);
+        }
+        w->sums[ci][row * (size_t)w->sums_wide[ci] + x] = (int32_t)(sum < 0 ? 0 : sum > 64 * 255 ? 64 * 255 : sum);
+    }
     if (w->places[0]) {
         pack_block(w, ci, column / DCTSIZE, (JDIMENSION)((size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row),
                    block);
     } else if (w->coefs[0]) {
         w->requantize(w, ci, block, w->coefs[ci] + (row * w->coef_stride[ci] + column / DCTSIZE) * DCTSIZE2);
     }
-    // The tap's pixels, by libjpeg's own IDCT (the same pixels decoding gives); none without a tap.
-    if (w->tapped) w->idct[ci](cinfo, compptr, block, output, column);
+    // The pixels, by libjpeg's own IDCT (the same pixels decoding gives), when the tap or the store reads them.
+    if (w->pixels) w->idct[ci](cinfo, compptr, block, output, column);
 }
 
 static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMPARRAY samples, JBLOCKROW blocks,
@@ -528,14 +558,22 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
 
 // Once both codecs have started: the tables, one iMCU row of blocks (or every
 // block, packed, for a turned source), and the two DCTs replaced.
-static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
+// Puts keep_block in place of libjpeg's IDCT (kept, for the pixels), once it has
+// started: `rows` are the arrays each band is read into.
+static void hook_idct(Work *w, JSAMPARRAY rows[3]) {
     struct jpeg_decompress_struct *in = &w->in;
-    struct jpeg_compress_struct *out = &w->out;
     for (int ci = 0; ci < 3; ci++) {
         if (!in->comp_info[ci].quant_table) stop((j_common_ptr)in, "a component without its table");
         w->rows[ci] = rows[ci];
         w->idct[ci] = in->idct->inverse_DCT[ci];
+        in->idct->inverse_DCT[ci] = keep_block;
     }
+}
+
+static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
+    struct jpeg_decompress_struct *in = &w->in;
+    struct jpeg_compress_struct *out = &w->out;
+    hook_idct(w, rows);
     size_t total = 0;
     int narrow = 1; // every ratio under 2^15
     for (int ci = 0; ci < 3; ci++) {
@@ -582,7 +620,6 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
     }
     w->requantize = narrow && __builtin_cpu_supports("avx2") ? requantize_block_avx2 : requantize_block;
     out->fdct->forward_DCT = give_block;
-    for (int ci = 0; ci < 3; ci++) in->idct->inverse_DCT[ci] = keep_block;
 }
 
 static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
@@ -600,7 +637,9 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int keeps = o == 1 || o == 5 || ((o == 2 || o == 8) && wide) || ((o == 4 || o == 6) && high) ||
                       ((o == 3 || o == 7) && wide && high);
     const int blocks = job->blocks && is420 && keeps && encode;
-    w->tapped = job->tap != NULL;
+    // The tap from the blocks' sums: no IDCT at all unless the store is encoded from pixels.
+    const int means = job->tap != NULL && job->tap_means;
+    w->pixels = (job->tap != NULL && !means) || (encode && !blocks);
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
     const int whole = encode && o != 1 && !blocks;
@@ -652,6 +691,15 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
     if (blocks) take_blocks(w, image, o);
+    if (means) {
+        if (!blocks) hook_idct(w, image);
+        for (int ci = 0; ci < 3; ci++) {
+            const jpeg_component_info *c = &in->comp_info[ci];
+            w->sums_wide[ci] = (int)c->width_in_blocks;
+            w->sums[ci] = calloc((size_t)c->width_in_blocks * (size_t)c->v_samp_factor, sizeof(int32_t));
+            if (!w->sums[ci]) stop((j_common_ptr)in, "out of memory for the blocks' sums");
+        }
+    }
     result->requantized = blocks;
     unsigned char *chroma_rows[DCTSIZE];
     while (in->output_scanline < in->output_height) {
@@ -670,9 +718,17 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         w->imcu_row = r / group;
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
             stop((j_common_ptr)in, "the decoder gave a short band");
-        if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1, vs - 1,
-                                                       (int)ys, (int)(is420 ? cs : scb.stride)))
+        if (means) {
+            const int32_t *const sums[3] = {w->sums[0], w->sums[1], w->sums[2]};
+            // A component's block covers 8 of its samples: 16 source pixels where it is subsampled.
+            const int block_width[3] = {8 * hs / in->comp_info[0].h_samp_factor, 8 * hs, 8 * hs};
+            const int block_height[3] = {8 * vs / in->comp_info[0].v_samp_factor, 8 * vs, 8 * vs};
+            if (CThumbKernels_tap_add_block_sums(job->tap, r, valid, sums, w->sums_wide, block_width, block_height))
+                stop((j_common_ptr)in, "the tap refused the blocks' sums");
+        } else if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1,
+                                                              vs - 1, (int)ys, (int)(is420 ? cs : scb.stride))) {
             stop((j_common_ptr)in, "the tap refused the planes");
+        }
         if (encode && !is420) {
             // Chroma rows made of these luma rows: 4:2:0 rows r / 2 onwards.
             const int made = ((r + valid + 1) / 2) - r / 2;
@@ -839,6 +895,7 @@ done:
     free(w->coefs[0]);
     free(w->places[0]);
     free(w->packed);
+    for (int ci = 0; ci < 3; ci++) free(w->sums[ci]);
     result->decode_ns = w->decode_ns;
     result->colour_ns = w->colour_ns;
     result->encode_ns = w->encode_ns;

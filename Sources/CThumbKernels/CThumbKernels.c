@@ -42,6 +42,9 @@ struct CThumbKernelsTap {
     // and the chroma's horizontal subsampling (a shift).
     guint32 *ycc_columns;
     int ycc_rows, ycc_hshift;
+    // Fed a JPEG's block sums instead (CThumbKernels_tap_add_block_sums): per
+    // window block, Σ of Y, Cb and Cr over the block row under way, × 64.
+    gint64 *block_sums;
     GMutex lock;
 };
 
@@ -147,6 +150,7 @@ void CThumbKernels_tap_unref(CThumbKernelsTap *tap) {
     g_free(tap->column_sums);
     g_free(tap->rows_in_block);
     g_free(tap->ycc_columns);
+    g_free(tap->block_sums);
     g_mutex_clear(&tap->lock);
     g_free(tap);
 }
@@ -367,9 +371,21 @@ static void add_columns(guint32 *restrict sums, const unsigned char *restrict p,
     for (int i = 0; i < n; i++) sums[i] += p[i];
 }
 
+// Sets a block's sums from its means of Y, Cb and Cr over `count` pixels, turned
+// into RGB (JFIF's YCbCr; exact up to rounding and clipping, the conversion being affine).
+static void tap_set_ycbcr_means(guint64 *sum, double count, double my, double mb, double mr) {
+    mb -= 128;
+    mr -= 128;
+    const double rgb[3] = {my + 1.402 * mr, my - 0.344136 * mb - 0.714136 * mr, my + 1.772 * mb};
+    for (int c = 0; c < 3; c++) {
+        const double v = rgb[c] < 0 ? 0 : rgb[c] > 255 ? 255 : rgb[c];
+        sum[c] = (guint64)(v * count * 255 + 0.5);
+    }
+    sum[3] = (guint64)count * 255;
+}
+
 // Folds the plane column sums of window block row `oy` into its block sums:
-// per block the means of Y, Cb and Cr, turned into RGB (JFIF's YCbCr; exact up
-// to rounding and clipping, the conversion being affine).
+// per block the means of Y, Cb and Cr, turned into RGB.
 static void tap_fold_ycbcr(CThumbKernelsTap *tap, int oy, int x0, int cx0, int n, int cn) {
     const int f = tap->factor, rows = tap->ycc_rows, h = tap->ycc_hshift;
     guint32 *ys = tap->ycc_columns, *bs = ys + n, *rs = bs + cn;
@@ -383,14 +399,7 @@ static void tap_fold_ycbcr(CThumbKernelsTap *tap, int oy, int x0, int cx0, int n
             sr += rs[(x >> h) - cx0];
         }
         const double count = (double)(stop - start) * rows;
-        const double my = sy / count, mb = sb / count - 128, mr = sr / count - 128;
-        const double rgb[3] = {my + 1.402 * mr, my - 0.344136 * mb - 0.714136 * mr, my + 1.772 * mb};
-        guint64 *sum = row + (size_t)block * 4;
-        for (int c = 0; c < 3; c++) {
-            const double v = rgb[c] < 0 ? 0 : rgb[c] > 255 ? 255 : rgb[c];
-            sum[c] = (guint64)(v * count * 255 + 0.5);
-        }
-        sum[3] = (guint64)count * 255;
+        tap_set_ycbcr_means(row + (size_t)block * 4, count, sy / count, sb / count, sr / count);
     }
     memset(ys, 0, sizeof(guint32) * ((size_t)n + 2 * (size_t)cn));
     tap->ycc_rows = 0;
@@ -414,6 +423,11 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
         return -1;
     }
     g_mutex_lock(&tap->lock);
+    if (tap->block_sums) {
+        g_mutex_unlock(&tap->lock);
+        vips_error("tap", "%s", "one image's planes come as pixels or as block sums");
+        return -1;
+    }
     if (!tap->ycc_columns) {
         tap->ycc_columns = g_new0(guint32, (size_t)n + 2 * (size_t)cn);
         tap->ycc_hshift = hshift;
@@ -432,6 +446,71 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
         add_columns(bs, cb[c] + cx0, cn);
         add_columns(rs, cr[c] + cx0, cn);
         if (++tap->ycc_rows == MIN(f, tap->height - (oy + tap->by0) * f)) tap_fold_ycbcr(tap, oy, x0, cx0, n, cn);
+    }
+    g_mutex_unlock(&tap->lock);
+    return 0;
+}
+
+int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count, const int32_t *const sums[3],
+                                     const int wide[3], const int block_width[3], const int block_height[3]) {
+    const int f = tap->factor;
+    if (tap->bands != 3 || f % 16 || first < 0 || count < 1 || first % 8) {
+        vips_error("tap", "%s", "block sums feed a 3-band tap whose factor is a multiple of 16, a band at a time");
+        return -1;
+    }
+    for (int c = 0; c < 3; c++)
+        if ((block_width[c] != 8 && block_width[c] != 16) || (block_height[c] != 8 && block_height[c] != 16) ||
+            first % block_height[c] || (first + count < tap->height && count % block_height[c]) || wide[c] < 0 ||
+            (size_t)wide[c] * (size_t)block_width[c] < (size_t)tap->width) {
+            vips_error("tap", "%s", "blocks of 8 or 16 pixels, whole, covering the tap's width");
+            return -1;
+        }
+    if (first >= tap->height) return 0;
+    count = MIN(count, tap->height - first);
+    // A band lies in one block row of the tap: the factor is a multiple of 16, the bands' edges of 8.
+    const int oy = tap_block_row(tap, first), end_oy = tap_block_row(tap, first + count - 1);
+    if (oy < 0 || end_oy != oy) return 0;
+    int x0, x1;
+    tap_columns(tap, &x0, &x1);
+    g_mutex_lock(&tap->lock);
+    if (tap->ycc_columns) {
+        g_mutex_unlock(&tap->lock);
+        vips_error("tap", "%s", "one image's planes come as pixels or as block sums");
+        return -1;
+    }
+    for (int y = first; y < first + count; y++)
+        if (tap->rows_done[y]) {
+            g_mutex_unlock(&tap->lock);
+            return 0;
+        }
+    memset(tap->rows_done + first, 1, (size_t)count);
+    if (!tap->block_sums) tap->block_sums = g_new0(gint64, (size_t)tap->bw * 3);
+    for (int c = 0; c < 3; c++) {
+        const int bw = block_width[c], bh = block_height[c];
+        for (int j = 0; j * bh < count; j++) {
+            const gint64 covered_rows = MIN(bh, tap->height - (first + j * bh));
+            const int32_t *row = sums[c] + (size_t)j * (size_t)wide[c];
+            // The window's columns start at a multiple of the factor, so at a block's edge.
+            for (int i = x0 / bw; i * bw < x1; i++) {
+                const int x = i * bw;
+                // A block's sum as decoded, before the samples are clipped: held to 0…255 a sample.
+                const gint64 sum = MIN(MAX(row[i], 0), 64 * 255);
+                tap->block_sums[(size_t)(x / f - tap->bx0) * 3 + (size_t)c] += sum * MIN(bw, tap->width - x) * covered_rows;
+            }
+        }
+    }
+    tap->ycc_rows += count;
+    if (tap->ycc_rows == MIN(f, tap->height - (oy + tap->by0) * f)) {
+        guint64 *out = tap->sums + (size_t)oy * tap->bw * 4;
+        for (int block = 0; block < tap->bw; block++) {
+            const int start = (tap->bx0 + block) * f, stop = MIN(tap->width, start + f);
+            // Each component's blocks cover the block's pixels once: Σ (its sum × pixels covered) / 64.
+            const double pixels = (double)(stop - start) * tap->ycc_rows, scale = 64 * pixels;
+            const gint64 *s = tap->block_sums + (size_t)block * 3;
+            tap_set_ycbcr_means(out + (size_t)block * 4, pixels, s[0] / scale, s[1] / scale, s[2] / scale);
+        }
+        memset(tap->block_sums, 0, sizeof(gint64) * (size_t)tap->bw * 3);
+        tap->ycc_rows = 0;
     }
     g_mutex_unlock(&tap->lock);
     return 0;

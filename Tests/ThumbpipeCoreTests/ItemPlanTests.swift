@@ -19,34 +19,50 @@ struct ItemPlanTests {
         var onPlanes: Bool
         var store: ItemPlan.Store
         var blocks = false
+        /// The tap from the blocks' means, and the tap's factor on the planes.
+        var means = false
+        var planeFactor = 0
         var testDescription: String { name }
     }
 
     static let rows: [Row] = [
         Row(
-            name: "sRGB JPEG: planes for both, taken as coded", decode: .tap(factor: 18), onPlanes: true,
-            store: .planes, blocks: true),
+            name: "sRGB JPEG: planes for both, taken as coded, tapped from the means by 16", decode: .tap(factor: 18),
+            onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
         Row(
             name: "sRGB JPEG turned (orientation 6), 3000 high (not whole MCUs): planes, decoded", turned: 6,
-            decode: .tap(factor: 18), onPlanes: true, store: .planes),
+            decode: .tap(factor: 18), onPlanes: true, store: .planes, means: true, planeFactor: 16),
         Row(
             name: "sRGB JPEG turned (orientation 6), 4032 × 3024: taken as coded", width: 4032, height: 3024,
-            turned: 6, decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true),
+            turned: 6, decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true, means: true,
+            planeFactor: 16),
         Row(
             name: "sRGB JPEG transposed (orientation 5), 3000 high: taken as coded", turned: 5,
-            decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true),
+            decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
         Row(
             name: "sRGB JPEG turned 180°, 4000 × 3000: planes, decoded", turned: 3, decode: .tap(factor: 18),
-            onPlanes: true, store: .planes),
+            onPlanes: true, store: .planes, means: true, planeFactor: 16),
         Row(
-            name: "sRGB JPEG tapped by 5: taken as coded", width: 1200, height: 900, decode: .tap(factor: 5),
-            onPlanes: true, store: .planes, blocks: true),
+            name: "sRGB JPEG tapped by 5: taken as coded, the tap reading pixels", width: 1200, height: 900,
+            decode: .tap(factor: 5), onPlanes: true, store: .planes, blocks: true, planeFactor: 5),
+        Row(
+            name: "sRGB JPEG tapped by 15: the tap reading pixels", width: 2480, height: 2480,
+            decode: .tap(factor: 15), onPlanes: true, store: .planes, blocks: true, planeFactor: 15),
+        Row(
+            name: "sRGB JPEG tapped by 16: from the means by 16", width: 2560, height: 2560,
+            decode: .tap(factor: 16), onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
+        Row(
+            name: "sRGB JPEG tapped by 31: from the means by 16", width: 5000, height: 5000,
+            decode: .tap(factor: 31), onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
+        Row(
+            name: "sRGB JPEG tapped by 32: from the means by 32", width: 5200, height: 5200,
+            decode: .tap(factor: 32), onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 32),
         Row(
             name: "Display P3 JPEG: planes, converted", colour: .matrix, decode: .tap(factor: 18), onPlanes: true,
-            store: .planesConverted),
+            store: .planesConverted, planeFactor: 18),
         Row(
             name: "no store asked for: the thumbnail still on the planes", makeStore: false, decode: .tap(factor: 18),
-            onPlanes: true, store: .none, blocks: true),
+            onPlanes: true, store: .none, blocks: true, means: true, planeFactor: 16),
         Row(
             name: "a PNG: libvips, no reason given", format: "PNG", colour: nil, decode: .tap(factor: 18),
             onPlanes: false, store: .libvips(nil)),
@@ -73,10 +89,12 @@ struct ItemPlanTests {
             store: .libvips("over 30 Mpx")),
         Row(
             name: "store.orientation tag: the thumbnail on the planes, the store on libvips", orientation: .tag,
-            decode: .tap(factor: 18), onPlanes: true, store: .libvips("store.orientation tag"), blocks: true),
+            decode: .tap(factor: 18), onPlanes: true, store: .libvips("store.orientation tag"), blocks: true,
+            means: true, planeFactor: 16),
         Row(
             name: "store.keepMetadata", keepMetadata: true, decode: .tap(factor: 18), onPlanes: true,
-            store: .libvips("store.keepMetadata"), blocks: true),
+            store: .libvips("store.keepMetadata"), blocks: true, means: true,
+            planeFactor: 16),
     ]
 
     @Test(arguments: rows)
@@ -94,6 +112,8 @@ struct ItemPlanTests {
         #expect(plan.thumbnailOnPlanes == row.onPlanes)
         #expect(plan.store == row.store)
         #expect(plan.blocks == row.blocks)
+        #expect(plan.tapMeans == row.means)
+        #expect(plan.planeTapFactor == row.planeFactor)
     }
 
     @Test("The thumbnail's route (planes, blocks as coded) never depends on the store's settings")
@@ -103,7 +123,7 @@ struct ItemPlanTests {
                 width: row.width, height: row.height, orientation: row.turned, format: row.format,
                 dateTimeOriginal: nil,
                 hasAlpha: false, shrink: .integer, jpegColour: row.colour)
-            var plans: Set<[Bool]> = []
+            var plans: Set<[Int]> = []
             for orientation in [PipelineSettings.StoreOrientation.rotate, .tag] {
                 for keep in [false, true] {
                     var store = PipelineSettings.Store()
@@ -138,6 +158,6 @@ func turnKeepsBlocks() {
 }
 
 extension ItemPlan {
-    /// What of the plan decides a thumbnail's bytes: its tap's reader and whether it reads blocks' means.
-    fileprivate var thumbnailRoute: [Bool] { [thumbnailOnPlanes, blocks] }
+    /// What of the plan decides a thumbnail's bytes: its tap's reader, whether it reads blocks' means, its factor.
+    fileprivate var thumbnailRoute: [Int] { [thumbnailOnPlanes ? 1 : 0, tapMeans ? 1 : 0, planeTapFactor] }
 }

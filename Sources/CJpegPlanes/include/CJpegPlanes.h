@@ -41,6 +41,10 @@ typedef struct {
     /// the source's coefficients (turned as the source is), no forward DCT run,
     /// and the inverse DCT run only for the tap (the same pixels as decoding).
     int blocks;
+    /// With a tap (and without a shaper): the tap is fed each block's sum from
+    /// its DC alone (CThumbKernels_tap_add_block_sums; the tap's factor a
+    /// multiple of 16), and no inverse DCT runs unless the store is encoded from pixels.
+    int tap_means;
 } CJpegPlanesJob;
 
 /// What was made.

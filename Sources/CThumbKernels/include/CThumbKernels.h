@@ -52,6 +52,19 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
                                      unsigned char *const *cb, unsigned char *const *cr, int hshift, int vshift,
                                      int y_width, int c_width);
 
+/// Adds source rows [first, first + count) of a JPEG to a 3-band tap from its
+/// blocks' sums alone (no inverse DCT): `sums[c]` holds component c's blocks
+/// in those rows, `ceil(count / block_height[c])` rows of `wide[c]` each, every
+/// one the sum of its 64 decoded samples (8 × its dequantized DC + 8192) and
+/// covering `block_width[c] × block_height[c]` source pixels (8 or 16 each).
+/// The tap's factor must be a multiple of 16, so that every component's blocks
+/// tile its blocks: their means are then the decoded pixels' means, up to
+/// rounding and clipping. `first` is a multiple of every block height, and so
+/// is `count` but at the image's end. Bands come in order, top to bottom; a
+/// tap fed rows of pixels refuses sums (-1), and the other way round.
+int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count, const int32_t *const sums[3],
+                                     const int wide[3], const int block_width[3], const int block_height[3]);
+
 /// Adds rows [first, first + count) of an 8-bit RGB image to a 3-band tap, in
 /// order, top to bottom: `rows[i]` is row `first + i`, `width` pixels (3 bytes
 /// each) long. Rows narrower than the tap's columns are refused (-1), never read past.

@@ -181,8 +181,8 @@ public struct ItemJobRunner: Sendable {
                 // depends on them); the store too, unless its settings need libvips.
                 let storeOnPlanes = plan.store == .planes || plan.store == .planesConverted
                 if let refused = try planeItem(
-                    job, source: path, header: header, plan: plan, factor: factor, writesStore: storeOnPlanes,
-                    outcome: &outcome, spans: &spans)
+                    job, source: path, header: header, plan: plan, writesStore: storeOnPlanes, outcome: &outcome,
+                    spans: &spans)
                 {
                     // A change of plan, recorded: libvips for both, the attempt's time kept.
                     outcome.storeReason = refused
@@ -254,16 +254,18 @@ public struct ItemJobRunner: Sendable {
     /// is made and the reason is returned (the caller then takes libvips for
     /// both); the attempt's time stays in `spans`.
     private func planeItem(
-        _ job: Job, source: SourceBytes, header: SourceHeader, plan: ItemPlan, factor: Int, writesStore: Bool,
+        _ job: Job, source: SourceBytes, header: SourceHeader, plan: ItemPlan, writesStore: Bool,
         outcome: inout ItemOutcome, spans: inout Spans
     ) throws -> String? {
         guard job.makeThumbnail || writesStore else { return nil }
         let made = try JpegPlaneStore(store: store).write(
             source, header: header, into: writesStore ? job.storeFile : nil, blocks: plan.blocks,
+            means: plan.tapMeans,
             tap: { width, height in
                 guard job.makeThumbnail else { return nil }
                 return try thumbnailer.scale.tap(
-                    width: width, height: height, bands: 3, factor: factor, orientation: header.orientation)
+                    width: width, height: height, bands: 3, factor: plan.planeTapFactor,
+                    orientation: header.orientation)
             }, spans: &spans)
         if let refused = made.refused { return refused }
         if made.wroteStore {

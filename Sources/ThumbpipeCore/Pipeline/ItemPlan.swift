@@ -30,9 +30,24 @@ struct ItemPlan: Sendable, Equatable {
     /// Whether a JPEG in sRGB (or untagged) on the planes, upright or turned
     /// without moving its block grid (``turnKeepsBlocks``), has its store taken
     /// as coded when it is 4:2:0: requantized from the source's blocks, turned
-    /// block by block, no forward DCT run (``StorePath/planesRequantized``). Its
-    /// thumbnail's tap reads the same pixels as decoding gives (libjpeg's IDCT).
+    /// block by block, no forward DCT run (``StorePath/planesRequantized``).
     var blocks: Bool
+    /// Whether the thumbnail's tap adds up the JPEG's blocks' means (each one's
+    /// DC: no inverse DCT runs for the thumbnail) rather than its pixels: a JPEG
+    /// in sRGB (or untagged) on the planes whose tap factor is at least
+    /// ``meansFactor``. Its factor is then rounded down to a multiple of it
+    /// (``planeTapFactor``), so that every component's blocks tile the tap's and
+    /// their means are the pixels' means. Decided by the source alone, like
+    /// ``thumbnailOnPlanes``.
+    var tapMeans: Bool
+    /// The tap's factor on the planes (0 when the thumbnail is not on them): the
+    /// decode plan's, or with ``tapMeans`` that rounded down to a multiple of ``meansFactor``.
+    var planeTapFactor: Int
+
+    /// The smallest tap factor read from blocks' means, and what it is rounded to
+    /// a multiple of: a 4:2:0 JPEG's chroma block covers 16 × 16 pixels. (The
+    /// tap's Lanczos3 then shrinks by more than the 2× it leaves at least.)
+    static let meansFactor = 16
 
     /// The plan for a source of `header` whose job asks for a store file
     /// (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`' store,
@@ -54,7 +69,16 @@ struct ItemPlan: Sendable, Equatable {
         let blocks =
             offPlanes == nil && header.jpegColour == .sRGB
             && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
-        return ItemPlan(decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks)
+        var tapMeans = false
+        var planeTapFactor = 0
+        if offPlanes == nil, case .tap(let factor) = decode {
+            // A converted source's tap reads its pixels: the conversion is not affine.
+            tapMeans = header.jpegColour == .sRGB && factor >= meansFactor
+            planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
+        }
+        return ItemPlan(
+            decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
+            planeTapFactor: planeTapFactor)
     }
 
     /// Whether turning a 4:2:0 JPEG of `width × height` by EXIF `orientation`

@@ -11,13 +11,16 @@ extension JpegPlaneStore {
         guard bytes.count > 1, let size = FuzzTarget.frameSize(bytes) else { return nil }
         guard size.width > 0, size.height > 0, size.width * size.height <= 4 << 20 else { return nil }
         let orientation = Int32(bytes.count % 8) + 1
+        // Every other input's tap fed the blocks' sums (its factor then a multiple of 16).
+        let means = bytes.count / 64 % 2 == 1
         let tap = try? AspectFillScale(width: 16, height: 16).tap(
-            width: size.width, height: size.height, bands: 3, factor: 2, orientation: Int(orientation))
+            width: size.width, height: size.height, bands: 3, factor: means ? 16 : 2, orientation: Int(orientation))
         var job = CJpegPlanesJob(
             width: Int32(size.width), height: Int32(size.height), orientation: orientation, quality: 50,
             optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer,
             // Every other input through the converting path (decoded to RGB, converted, encoded).
-            shaper: bytes.count / 16 % 2 == 1 ? fuzzShaper : nil, blocks: Int32(bytes.count / 32 % 2))
+            shaper: bytes.count / 16 % 2 == 1 ? fuzzShaper : nil, blocks: Int32(bytes.count / 32 % 2),
+            tap_means: means ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = CJpegPlanes_transcode(
@@ -32,7 +35,7 @@ extension JpegPlaneStore {
         }
         var again = CJpegPlanesJob(
             width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil,
-            shaper: nil, blocks: 0)
+            shaper: nil, blocks: 0, tap_means: 0)
         var decoded = CJpegPlanesResult()
         let status2 = CJpegPlanes_transcode(
             store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)

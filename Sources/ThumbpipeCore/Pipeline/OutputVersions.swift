@@ -40,7 +40,11 @@ public struct OutputVersions: Sendable, Equatable {
         // taken as coded (ItemPlan.blocks, StorePath.planesRequantized): requantized
         // from its blocks. Its thumbnail is unchanged, byte for byte (the tap reads
         // the same pixels).
-        OutputVersions(thumbnail: 5, store: 6, libvips: LibVips.version, options: buildOptions)
+        // thumbnail 6: a JPEG in sRGB (or untagged) on the planes whose tap factor is
+        // 16 or more is tapped from its blocks' means (their DCs: ItemPlan.tapMeans),
+        // its factor rounded down to a multiple of 16: the same block means up to
+        // rounding and clipping, no inverse DCT run for them.
+        OutputVersions(thumbnail: 6, store: 6, libvips: LibVips.version, options: buildOptions)
     }
 
     /// The process-wide switches that change output bytes, in words ("" when none
