@@ -321,6 +321,13 @@ typedef struct Work {
     uint32_t *places[3];
     unsigned char *packed;
     size_t packed_size, packed_used;
+    // A turned 4:2:0 source whose turn moves its block grid, held as coded: its
+    // blocks packed as they came (not turned, not requantized), decoded after the
+    // decode a block line at a time (`lines`: 8 rows of one component's line of
+    // blocks, `line_of` which) and turned as pixels into the store's bands.
+    int held;
+    unsigned char *lines[3];
+    int line_of[3];
 } Work;
 
 static int refuse(char *error, size_t size, const char *why) {
@@ -457,8 +464,12 @@ static void turn_block(int o, const JCOEF *in, JCOEF *out) {
 static void pack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, const JCOEF *block) {
     if (x >= w->wide[ci] || y >= w->high[ci]) stop((j_common_ptr)&w->in, "a block outside the source's grid");
     JCOEF moved[DCTSIZE2], turned[DCTSIZE2];
-    turn_block(w->turn, block, moved);
-    w->requantize(w, ci, moved, turned);
+    if (w->held) {
+        memcpy(turned, block, sizeof turned);
+    } else {
+        turn_block(w->turn, block, moved);
+        w->requantize(w, ci, moved, turned);
+    }
     if (w->packed_size - w->packed_used < 1 + 3 * DCTSIZE2) {
         unsigned char *grown = realloc(w->packed, w->packed_size * 2);
         if (!grown) stop((j_common_ptr)&w->in, "out of memory for the blocks");
@@ -522,6 +533,14 @@ static void keep_block(j_decompress_ptr cinfo, jpeg_component_info *compptr, JCO
     if (w->pixels) w->idct[ci](cinfo, compptr, block, output, column);
 }
 
+// The packed block (`x`, `y`) of component `ci` (an empty one where the decoder never handed it over).
+static void unpack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, JCOEF *out) {
+    if (x >= w->wide[ci] || y >= w->high[ci]) stop((j_common_ptr)&w->out, "a block outside the source's grid");
+    const unsigned char *p = w->packed + w->places[ci][(size_t)y * w->wide[ci] + x];
+    memset(out, 0, sizeof(JBLOCK));
+    for (int n = *p++; n > 0; n--, p += 3) out[p[0] & 63] = (JCOEF)(int16_t)(uint16_t)(p[1] | p[2] << 8);
+}
+
 static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMPARRAY samples, JBLOCKROW blocks,
                        JDIMENSION start_row, JDIMENSION start_col, JDIMENSION count) {
     (void)samples;
@@ -543,11 +562,7 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
             case 7: sx = W - 1 - y, sy = H - 1 - x; break;
             default: sx = W - 1 - y, sy = x; break; // 8
             }
-            if (sx >= W || sy >= H) stop((j_common_ptr)cinfo, "an upright block outside the source's grid");
-            const unsigned char *p = w->packed + w->places[ci][(size_t)sy * W + sx];
-            JCOEF *out = blocks[i];
-            memset(out, 0, sizeof(JBLOCK));
-            for (int n = *p++; n > 0; n--, p += 3) out[p[0] & 63] = (JCOEF)(int16_t)(uint16_t)(p[1] | p[2] << 8);
+            unpack_block(w, ci, sx, sy, blocks[i]);
         }
         return;
     }
@@ -556,8 +571,28 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
     memcpy(blocks, from, (size_t)count * sizeof(JBLOCK));
 }
 
-// Once both codecs have started: the tables, one iMCU row of blocks (or every
-// block, packed, for a turned source), and the two DCTs replaced.
+// Makes room for every block of the source, packed as keep_block hands them
+// over, for a source turned by `turn`.
+static void hold_blocks(Work *w, int turn) {
+    struct jpeg_decompress_struct *in = &w->in;
+    w->turn = turn;
+    size_t blocks = 0;
+    for (int ci = 0; ci < 3; ci++) {
+        w->wide[ci] = in->comp_info[ci].width_in_blocks;
+        w->high[ci] = in->comp_info[ci].height_in_blocks;
+        blocks += (size_t)w->wide[ci] * w->high[ci];
+    }
+    w->places[0] = calloc(blocks, sizeof(uint32_t));
+    w->packed_size = blocks * 16 + 4096;
+    w->packed = malloc(w->packed_size);
+    if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
+    // Place 0 is an empty block: what a block the decoder never handed over would read.
+    w->packed[0] = 0;
+    w->packed_used = 1;
+    w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
+    w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
+}
+
 // Puts keep_block in place of libjpeg's IDCT (kept, for the pixels), once it has
 // started: `rows` are the arrays each band is read into.
 static void hook_idct(Work *w, JSAMPARRAY rows[3]) {
@@ -570,6 +605,8 @@ static void hook_idct(Work *w, JSAMPARRAY rows[3]) {
     }
 }
 
+// Once both codecs have started: the tables, one iMCU row of blocks (or every
+// block, packed, for a turned source), and the two DCTs replaced.
 static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
     struct jpeg_decompress_struct *in = &w->in;
     struct jpeg_compress_struct *out = &w->out;
@@ -601,25 +638,62 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
     } else {
         // Every block held, packed: 4.0 and 9.3 bytes a block on the bench's two such photos,
         // against 96 for the 4:2:0 planes the decoded path holds.
-        w->turn = turn;
-        size_t blocks = 0;
-        for (int ci = 0; ci < 3; ci++) {
-            w->wide[ci] = in->comp_info[ci].width_in_blocks;
-            w->high[ci] = in->comp_info[ci].height_in_blocks;
-            blocks += (size_t)w->wide[ci] * w->high[ci];
-        }
-        w->places[0] = calloc(blocks, sizeof(uint32_t));
-        w->packed_size = blocks * 16 + 4096;
-        w->packed = malloc(w->packed_size);
-        if (!w->places[0] || !w->packed) stop((j_common_ptr)in, "out of memory for the blocks");
-        // Place 0 is an empty block: what a block the decoder never handed over would read.
-        w->packed[0] = 0;
-        w->packed_used = 1;
-        w->places[1] = w->places[0] + (size_t)w->wide[0] * w->high[0];
-        w->places[2] = w->places[1] + (size_t)w->wide[1] * w->high[1];
+        hold_blocks(w, turn);
     }
     w->requantize = narrow && __builtin_cpu_supports("avx2") ? requantize_block_avx2 : requantize_block;
     out->fdct->forward_DCT = give_block;
+}
+
+// Fills `rows` upright rows [row0, row0 + rows) of component `ci` of a held
+// source into `band`, as `gather` fills them from the decoded planes (rows past
+// the last repeat it, each padded to the stride with its last sample): the
+// same samples, by libjpeg's own IDCT, each line of blocks decoded once into
+// `lines[ci]` (the bands come top to bottom) and turned there.
+static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
+    struct jpeg_decompress_struct *in = &w->in;
+    jpeg_component_info *c = &in->comp_info[ci];
+    const int o = w->turn, swap = o >= 5;
+    const int sw = (int)c->downsampled_width, sh = (int)c->downsampled_height;
+    // A line is a stored row (a stored column when turned a quarter); across it, upright columns.
+    const int uh = swap ? sw : sh, uw = swap ? sh : sw;
+    const int lines_back = swap ? o == 7 || o == 8 : o == 3 || o == 4;
+    const int across_back = swap ? o == 6 || o == 7 : o == 2 || o == 3;
+    const size_t blocks_across = swap ? w->high[ci] : w->wide[ci], stride = blocks_across * DCTSIZE;
+    if ((size_t)uw > stride || uw > band.stride) stop((j_common_ptr)in, "a band narrower than the image");
+    if (!w->lines[ci]) {
+        w->lines[ci] = malloc(stride * DCTSIZE + 64);
+        if (!w->lines[ci]) stop((j_common_ptr)in, "out of memory for a line of blocks");
+        w->line_of[ci] = -1;
+    }
+    unsigned char *line = w->lines[ci];
+    for (int i = 0; i < rows; i++) {
+        const int y = row0 + i < uh ? row0 + i : uh - 1;
+        const int at = lines_back ? (swap ? sw : sh) - 1 - y : y, block_line = at / DCTSIZE;
+        if (w->line_of[ci] != block_line) {
+            for (size_t b = 0; b < blocks_across; b++) {
+                JCOEF coefs[DCTSIZE2] __attribute__((aligned(32)));
+                unpack_block(w, ci, swap ? (JDIMENSION)block_line : (JDIMENSION)b,
+                             swap ? (JDIMENSION)b : (JDIMENSION)block_line, coefs);
+                JSAMPLE turned[DCTSIZE][DCTSIZE];
+                JSAMPROW out[DCTSIZE];
+                for (int k = 0; k < DCTSIZE; k++) out[k] = swap ? turned[k] : line + (size_t)k * stride;
+                w->idct[ci](in, c, coefs, out, swap ? 0 : (JDIMENSION)(b * DCTSIZE));
+                // A stored column is the line: its samples go across the line's rows.
+                if (swap)
+                    for (int k = 0; k < DCTSIZE; k++)
+                        for (int j = 0; j < DCTSIZE; j++) line[(size_t)j * stride + b * DCTSIZE + (size_t)k] = turned[k][j];
+            }
+            w->line_of[ci] = block_line;
+        }
+        const unsigned char *from = line + (size_t)(at % DCTSIZE) * stride;
+        unsigned char *to = band.p + (size_t)i * band.stride;
+        if (across_back) {
+            for (int x = 0; x < uw; x++) to[x] = from[uw - 1 - x];
+        } else {
+            memcpy(to, from, (size_t)uw);
+        }
+        memset(to + uw, to[uw - 1], (size_t)(band.stride - uw));
+    }
 }
 
 static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
@@ -639,10 +713,15 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int blocks = job->blocks && is420 && keeps && encode;
     // The tap from the blocks' sums: no IDCT at all unless the store is encoded from pixels.
     const int means = job->tap != NULL && job->tap_means;
-    w->pixels = (job->tap != NULL && !means) || (encode && !blocks);
+    // Any other turned 4:2:0 source is held as coded, its pixels decoded and turned
+    // once the decode is done; unless a tap reads its pixels (then as planes: below).
+    const int held = job->hold_turned && encode && o != 1 && is420 && !blocks && (job->tap == NULL || means);
+    w->pixels = (job->tap != NULL && !means) || (encode && !blocks && !held);
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
-    const int whole = encode && o != 1 && !blocks;
+    const int whole = encode && o != 1 && !blocks && !held;
+    // The store's bands are upright rows, not the source's.
+    const int upright = whole || held;
     const int group = vs * DCTSIZE; // luma rows per read
     const int cw = (W + 1) / 2, ch = (H + 1) / 2;
     const int UW = swap ? H : W, UH = swap ? W : H, ucw = (UW + 1) / 2;
@@ -657,12 +736,12 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     // One allocation for the bands: 16 luma and 8 chroma rows (the store's
     // band, or the streamed source's), the source's chroma rows at its own
     // sampling when not 4:2:0, and 64 bytes of slack for vector reads.
-    const size_t band_bytes = whole ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)16 * ys + (size_t)16 * cs;
+    const size_t band_bytes = upright ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)16 * ys + (size_t)16 * cs;
     const size_t scratch_bytes = is420 ? 0 : (size_t)2 * DCTSIZE * scratch_stride;
     w->bands = malloc(band_bytes + scratch_bytes + 64);
     if (!w->bands) stop((j_common_ptr)in, "out of memory for the bands");
     Plane by, bcb, bcr;
-    if (whole) {
+    if (upright) {
         by = (Plane){w->bands, eys};
         bcb = (Plane){by.p + (size_t)16 * eys, ecs};
         bcr = (Plane){bcb.p + (size_t)8 * ecs, ecs};
@@ -691,8 +770,13 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
     JSAMPARRAY image[3] = {yrows, cbrows, crrows};
     if (blocks) take_blocks(w, image, o);
+    else if (means || held) hook_idct(w, image);
+    if (held) {
+        hold_blocks(w, o);
+        w->held = 1;
+    }
+    result->held = held;
     if (means) {
-        if (!blocks) hook_idct(w, image);
         for (int ci = 0; ci < 3; ci++) {
             const jpeg_component_info *c = &in->comp_info[ci];
             w->sums_wide[ci] = (int)c->width_in_blocks;
@@ -706,14 +790,16 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         const int r = (int)in->output_scanline, valid = group < H - r ? group : H - r;
         const int64_t start = now_ns();
         // Luma goes where the store reads it: the band (streamed) or the planes (turned).
+        // A held source's rows are never written (no IDCT runs): every one is the band's first.
         Plane ty = whole ? (Plane){py.p + (size_t)r * ys, ys} : (Plane){by.p + (size_t)(r % 16) * ys, ys};
         Plane tcb = whole ? (Plane){pcb.p + (size_t)(r / 2) * cs, cs} : (Plane){bcb.p + (size_t)((r % 16) / 2) * cs, cs};
         Plane tcr = whole ? (Plane){pcr.p + (size_t)(r / 2) * cs, cs} : (Plane){bcr.p + (size_t)((r % 16) / 2) * cs, cs};
-        for (int i = 0; i < group; i++) yrows[i] = ty.p + (size_t)i * ys;
+        if (held) ty = (Plane){by.p, 0}, tcb = (Plane){bcb.p, 0}, tcr = (Plane){bcr.p, 0};
+        for (int i = 0; i < group; i++) yrows[i] = ty.p + (size_t)i * ty.stride;
         // Chroma: a 4:2:0 source's straight into place too; any other's to the scratch rows.
         for (int i = 0; i < DCTSIZE; i++) {
-            cbrows[i] = is420 ? tcb.p + (size_t)i * cs : scb.p + (size_t)i * scb.stride;
-            crrows[i] = is420 ? tcr.p + (size_t)i * cs : scr.p + (size_t)i * scr.stride;
+            cbrows[i] = is420 ? tcb.p + (size_t)i * tcb.stride : scb.p + (size_t)i * scb.stride;
+            crrows[i] = is420 ? tcr.p + (size_t)i * tcr.stride : scr.p + (size_t)i * scr.stride;
         }
         w->imcu_row = r / group;
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
@@ -753,9 +839,20 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
             w->encode_ns += now_ns() - decoded;
         }
     }
+    if (held) {
+        // Before the decoder finishes: its IDCT's tables go with it.
+        const int64_t start = now_ns();
+        for (int row = 0; row < UH; row += 16) {
+            held_band(w, 0, row, 16, by);
+            held_band(w, 1, row / 2, 8, bcb);
+            held_band(w, 2, row / 2, 8, bcr);
+            write_band(w, by, bcb, bcr);
+        }
+        w->encode_ns += now_ns() - start;
+    }
     jpeg_finish_decompress(in);
     if (!encode) return;
-    if (w->places[0]) {
+    if (w->places[0] && !held) {
         // A turned source's blocks, upright: the band's rows are never read.
         const int64_t start = now_ns();
         for (int row = 0; row < UH; row += 16) {
@@ -895,7 +992,10 @@ done:
     free(w->coefs[0]);
     free(w->places[0]);
     free(w->packed);
-    for (int ci = 0; ci < 3; ci++) free(w->sums[ci]);
+    for (int ci = 0; ci < 3; ci++) {
+        free(w->sums[ci]);
+        free(w->lines[ci]);
+    }
     result->decode_ns = w->decode_ns;
     result->colour_ns = w->colour_ns;
     result->encode_ns = w->encode_ns;

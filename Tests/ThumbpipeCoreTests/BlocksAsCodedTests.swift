@@ -94,7 +94,7 @@ struct BlocksAsCodedTests {
         var job = CJpegPlanesJob(
             width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: 50,
             optimize_coding: 0, tap: nil,
-            shaper: nil, blocks: blocks ? 1 : 0, tap_means: 0)
+            shaper: nil, blocks: blocks ? 1 : 0, tap_means: 0, hold_turned: 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = bytes.withUnsafeBytes { raw in

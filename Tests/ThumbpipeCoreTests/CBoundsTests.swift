@@ -61,7 +61,7 @@ struct CBoundsTests {
         func transcode(_ bytes: Data, width: Int32, height: Int32) -> (Int32, String) {
             var job = CJpegPlanesJob(
                 width: width, height: height, orientation: 1, quality: 50, optimize_coding: 0, tap: nil, shaper: nil,
-                blocks: 1, tap_means: 0)
+                blocks: 1, tap_means: 0, hold_turned: 0)
             var result = CJpegPlanesResult()
             var error = [CChar](repeating: 0, count: 256)
             let status = bytes.withUnsafeBytes {

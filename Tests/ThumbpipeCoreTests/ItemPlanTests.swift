@@ -22,6 +22,8 @@ struct ItemPlanTests {
         /// The tap from the blocks' means, and the tap's factor on the planes.
         var means = false
         var planeFactor = 0
+        /// A turned source held as coded through its decode.
+        var held = false
         var testDescription: String { name }
     }
 
@@ -30,8 +32,8 @@ struct ItemPlanTests {
             name: "sRGB JPEG: planes for both, taken as coded, tapped from the means by 16", decode: .tap(factor: 18),
             onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
         Row(
-            name: "sRGB JPEG turned (orientation 6), 3000 high (not whole MCUs): planes, decoded", turned: 6,
-            decode: .tap(factor: 18), onPlanes: true, store: .planes, means: true, planeFactor: 16),
+            name: "sRGB JPEG turned (orientation 6), 3000 high (not whole MCUs): planes, held as coded", turned: 6,
+            decode: .tap(factor: 18), onPlanes: true, store: .planes, means: true, planeFactor: 16, held: true),
         Row(
             name: "sRGB JPEG turned (orientation 6), 4032 × 3024: taken as coded", width: 4032, height: 3024,
             turned: 6, decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true, means: true,
@@ -40,8 +42,8 @@ struct ItemPlanTests {
             name: "sRGB JPEG transposed (orientation 5), 3000 high: taken as coded", turned: 5,
             decode: .tap(factor: 18), onPlanes: true, store: .planes, blocks: true, means: true, planeFactor: 16),
         Row(
-            name: "sRGB JPEG turned 180°, 4000 × 3000: planes, decoded", turned: 3, decode: .tap(factor: 18),
-            onPlanes: true, store: .planes, means: true, planeFactor: 16),
+            name: "sRGB JPEG turned 180°, 4000 × 3000: planes, held as coded", turned: 3, decode: .tap(factor: 18),
+            onPlanes: true, store: .planes, means: true, planeFactor: 16, held: true),
         Row(
             name: "sRGB JPEG tapped by 5: taken as coded, the tap reading pixels", width: 1200, height: 900,
             decode: .tap(factor: 5), onPlanes: true, store: .planes, blocks: true, planeFactor: 5),
@@ -114,6 +116,7 @@ struct ItemPlanTests {
         #expect(plan.blocks == row.blocks)
         #expect(plan.tapMeans == row.means)
         #expect(plan.planeTapFactor == row.planeFactor)
+        #expect(plan.holdTurned == row.held)
     }
 
     @Test("The thumbnail's route (planes, blocks as coded) never depends on the store's settings")

@@ -16,13 +16,14 @@ struct TapMeansTests {
     /// `quality` is not 0.
     static func tapped(
         _ bytes: Data, width: Int, height: Int, orientation: Int = 1, means: Bool, quality: Int32 = 0,
-        blocks: Bool = false
-    ) throws -> (pixels: [Float], store: Data?) {
+        blocks: Bool = false, hold: Bool = false
+    ) throws -> (pixels: [Float], store: Data?, held: Bool) {
         let tap = try AspectFillScale(width: 80, height: 80).tap(
             width: width, height: height, bands: 3, factor: 16, orientation: orientation)
         var job = CJpegPlanesJob(
             width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: quality,
-            optimize_coding: 0, tap: tap.pointer, shaper: nil, blocks: blocks ? 1 : 0, tap_means: means ? 1 : 0)
+            optimize_coding: 0, tap: tap.pointer, shaper: nil, blocks: blocks ? 1 : 0, tap_means: means ? 1 : 0,
+            hold_turned: hold ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = bytes.withUnsafeBytes { raw in
@@ -33,7 +34,7 @@ struct TapMeansTests {
         try #require(
             status == 0, "\(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
         let store = result.jpeg.map { Data(bytes: $0, count: Int(result.size)) }
-        return (try tap.resampled(), store)
+        return (try tap.resampled(), store, result.held != 0)
     }
 
     /// JPEGs of every sampling the planes take, coded in every way libjpeg
@@ -103,6 +104,45 @@ struct TapMeansTests {
                 #expect(same, "\(name), blocks \(blocks): the thumbnail changed with the store")
             }
         }
+    }
+
+    @Test(
+        "Turned 4:2:0 JPEGs whose turn moves the block grid, held as coded through the decode: the store byte for byte the one from the decoded planes, and the same thumbnail (orientations 2–8, odd sizes, progressive)"
+    )
+    func heldTurned() throws {
+        let folder = TestPaths.temporaryFolder("held")
+        var held = 0
+        for orientation in 2...8 {
+            var paths = [try PlanePathTests.oriented(orientation, width: 1601, height: 1283, quality: 85)]
+            if orientation == 6 {
+                // Progressive, from the same pixels.
+                let ppm = folder + "/source.ppm"
+                try makeTestImage(from: paths[0], to: ppm, width: 1601, height: 1283)
+                let progressive = folder + "/progressive.jpg"
+                let made = try runProcess("/usr/bin/cjpeg", ["-progressive", "-outfile", progressive, ppm])
+                try #require(made.status == 0, "cjpeg: \(made.stderr)")
+                paths.append(progressive)
+            }
+            for path in paths {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                let turn = path.hasSuffix("progressive.jpg") ? 6 : orientation
+                let planes = try Self.tapped(
+                    bytes, width: 1601, height: 1283, orientation: turn, means: true, quality: 50)
+                let kept = try Self.tapped(
+                    bytes, width: 1601, height: 1283, orientation: turn, means: true, quality: 50, hold: true)
+                #expect(!planes.held && kept.held, "orientation \(turn): the route")
+                let sameStore = planes.store == kept.store, sameThumbnail = planes.pixels == kept.pixels
+                #expect(sameStore && sameThumbnail, "orientation \(turn): store \(sameStore), thumbnail \(sameThumbnail)")
+                held += kept.held ? 1 : 0
+            }
+        }
+        #expect(held == 8)
+        // A tap that reads pixels needs the planes: not held.
+        let path = try PlanePathTests.oriented(6, width: 1601, height: 1283, quality: 85)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pixels = try Self.tapped(
+            bytes, width: 1601, height: 1283, orientation: 6, means: false, quality: 50, hold: true)
+        #expect(!pixels.held)
     }
 
     @Test("A tap refuses block sums it cannot place: a factor not a multiple of 16, odd blocks, a short row, pixels first")

@@ -45,6 +45,11 @@ typedef struct {
     /// its DC alone (CThumbKernels_tap_add_block_sums; the tap's factor a
     /// multiple of 16), and no inverse DCT runs unless the store is encoded from pixels.
     int tap_means;
+    /// A turned 4:2:0 source not taken as coded (its turn moves the block grid)
+    /// is held as coded through the decode, its pixels decoded and turned band
+    /// by band for the encoder (not held whole as decoded planes), unless a tap
+    /// reads its pixels: the same store, byte for byte, in a tenth of the memory.
+    int hold_turned;
 } CJpegPlanesJob;
 
 /// What was made.
@@ -58,6 +63,8 @@ typedef struct {
     int64_t decode_ns, colour_ns, encode_ns;
     /// Whether the store was requantized from the source's blocks (`blocks`).
     int requantized;
+    /// Whether a turned source was held as coded through its decode (`hold_turned`).
+    int held;
 } CJpegPlanesResult;
 
 /// Decodes `jpeg` (the file's bytes) band by band, feeds `job->tap`, and with

@@ -43,6 +43,12 @@ struct ItemPlan: Sendable, Equatable {
     /// The tap's factor on the planes (0 when the thumbnail is not on them): the
     /// decode plan's, or with ``tapMeans`` that rounded down to a multiple of ``meansFactor``.
     var planeTapFactor: Int
+    /// Whether a turned JPEG in sRGB (or untagged) whose turn moves its block grid
+    /// (not ``blocks``) and whose tap reads its blocks' means is held as coded
+    /// through its decode, its pixels decoded and turned band by band for the
+    /// store, rather than held whole as decoded planes (4:2:0 sources; the same
+    /// store, byte for byte). A tap that reads pixels needs the planes.
+    var holdTurned: Bool
 
     /// The smallest tap factor read from blocks' means, and what it is rounded to
     /// a multiple of: a 4:2:0 JPEG's chroma block covers 16 × 16 pixels. (The
@@ -76,9 +82,10 @@ struct ItemPlan: Sendable, Equatable {
             tapMeans = header.jpegColour == .sRGB && factor >= meansFactor
             planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
         }
+        let holdTurned = offPlanes == nil && header.jpegColour == .sRGB && header.orientation != 1 && !blocks && tapMeans
         return ItemPlan(
             decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
-            planeTapFactor: planeTapFactor)
+            planeTapFactor: planeTapFactor, holdTurned: holdTurned)
     }
 
     /// Whether turning a 4:2:0 JPEG of `width × height` by EXIF `orientation`

@@ -20,7 +20,7 @@ extension JpegPlaneStore {
             optimize_coding: Int32(bytes.count / 8 % 2), tap: tap?.pointer,
             // Every other input through the converting path (decoded to RGB, converted, encoded).
             shaper: bytes.count / 16 % 2 == 1 ? fuzzShaper : nil, blocks: Int32(bytes.count / 32 % 2),
-            tap_means: means ? 1 : 0)
+            tap_means: means ? 1 : 0, hold_turned: Int32(bytes.count / 128 % 2))
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = CJpegPlanes_transcode(
@@ -35,7 +35,7 @@ extension JpegPlaneStore {
         }
         var again = CJpegPlanesJob(
             width: Int32(upright.0), height: Int32(upright.1), orientation: 1, quality: 0, optimize_coding: 0, tap: nil,
-            shaper: nil, blocks: 0, tap_means: 0)
+            shaper: nil, blocks: 0, tap_means: 0, hold_turned: 0)
         var decoded = CJpegPlanesResult()
         let status2 = CJpegPlanes_transcode(
             store.bindMemory(to: UInt8.self).baseAddress, store.count, &again, &decoded, &error, error.count)
