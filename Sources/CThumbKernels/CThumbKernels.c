@@ -470,8 +470,6 @@ int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count
     // A band lies in one block row of the tap: the factor is a multiple of 16, the bands' edges of 8.
     const int oy = tap_block_row(tap, first), end_oy = tap_block_row(tap, first + count - 1);
     if (oy < 0 || end_oy != oy) return 0;
-    int x0, x1;
-    tap_columns(tap, &x0, &x1);
     g_mutex_lock(&tap->lock);
     if (tap->ycc_columns) {
         g_mutex_unlock(&tap->lock);
@@ -486,16 +484,21 @@ int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count
     memset(tap->rows_done + first, 1, (size_t)count);
     if (!tap->block_sums) tap->block_sums = g_new0(gint64, (size_t)tap->bw * 3);
     for (int c = 0; c < 3; c++) {
-        const int bw = block_width[c], bh = block_height[c];
+        // The tap's blocks start at multiples of the factor, so at a block's edge: `per` blocks in each.
+        const int bw = block_width[c], bh = block_height[c], per = f / bw, inside = tap->width / bw;
         for (int j = 0; j * bh < count; j++) {
             const gint64 covered_rows = MIN(bh, tap->height - (first + j * bh));
             const int32_t *row = sums[c] + (size_t)j * (size_t)wide[c];
-            // The window's columns start at a multiple of the factor, so at a block's edge.
-            for (int i = x0 / bw; i * bw < x1; i++) {
-                const int x = i * bw;
+            for (int block = 0; block < tap->bw; block++) {
+                const int from = (tap->bx0 + block) * per, to = from + per, whole = MIN(to, inside);
                 // A block's sum as decoded, before the samples are clipped: held to 0…255 a sample.
-                const gint64 sum = MIN(MAX(row[i], 0), 64 * 255);
-                tap->block_sums[(size_t)(x / f - tap->bx0) * 3 + (size_t)c] += sum * MIN(bw, tap->width - x) * covered_rows;
+                gint64 sum = 0;
+                for (int i = from; i < whole; i++) sum += MIN(MAX(row[i], 0), 64 * 255);
+                sum *= bw;
+                // The image's last block, when it ends inside: the pixels it covers.
+                if (whole < to && whole * bw < tap->width)
+                    sum += (gint64)MIN(MAX(row[whole], 0), 64 * 255) * (tap->width - whole * bw);
+                tap->block_sums[(size_t)block * 3 + (size_t)c] += sum * covered_rows;
             }
         }
     }

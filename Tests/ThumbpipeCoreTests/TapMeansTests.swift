@@ -9,7 +9,7 @@ import ThumbpipeTestSupport
 /// The thumbnail's tap fed a JPEG's blocks' means (``ItemPlan/tapMeans``): each
 /// block's DC stands for its 64 pixels, no inverse DCT runs for the tap, and the
 /// tap's block means must be the ones its pixels give.
-@Suite("The tap from a JPEG's blocks' means")
+@Suite("The tap from a JPEG's blocks' means", .vipsStarted, .serialized)
 struct TapMeansTests {
     /// The tap `CJpegPlanes_transcode` fills from `bytes` (factor 16, the
     /// thumbnail of an 80 × 80 canvas), resampled, and the store it made when
@@ -147,7 +147,6 @@ struct TapMeansTests {
 
     @Test("A tap refuses block sums it cannot place: a factor not a multiple of 16, odd blocks, a short row, pixels first")
     func refusals() throws {
-        try Vips.start()  // libvips's error buffer
         func tap(factor: Int32) -> OpaquePointer? {
             CThumbKernels_tap_new(160, 64, 3, factor, 0.5, 0.5, 0, 0, 16, 16)
         }
