@@ -132,7 +132,8 @@ struct TapMeansTests {
                     bytes, width: 1601, height: 1283, orientation: turn, means: true, quality: 50, hold: true)
                 #expect(!planes.held && kept.held, "orientation \(turn): the route")
                 let sameStore = planes.store == kept.store, sameThumbnail = planes.pixels == kept.pixels
-                #expect(sameStore && sameThumbnail, "orientation \(turn): store \(sameStore), thumbnail \(sameThumbnail)")
+                #expect(
+                    sameStore && sameThumbnail, "orientation \(turn): store \(sameStore), thumbnail \(sameThumbnail)")
                 held += kept.held ? 1 : 0
             }
         }
@@ -145,7 +146,9 @@ struct TapMeansTests {
         #expect(!pixels.held)
     }
 
-    @Test("A tap refuses block sums it cannot place: a factor not a multiple of 16, odd blocks, a short row, pixels first")
+    @Test(
+        "A tap refuses block sums it cannot place: a factor not a multiple of 16, odd blocks, a short row, pixels first"
+    )
     func refusals() throws {
         func tap(factor: Int32) -> OpaquePointer? {
             CThumbKernels_tap_new(160, 64, 3, factor, 0.5, 0.5, 0, 0, 16, 16)

@@ -82,7 +82,8 @@ struct ItemPlan: Sendable, Equatable {
             tapMeans = header.jpegColour == .sRGB && factor >= meansFactor
             planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
         }
-        let holdTurned = offPlanes == nil && header.jpegColour == .sRGB && header.orientation != 1 && !blocks && tapMeans
+        let holdTurned =
+            offPlanes == nil && header.jpegColour == .sRGB && header.orientation != 1 && !blocks && tapMeans
         return ItemPlan(
             decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
             planeTapFactor: planeTapFactor, holdTurned: holdTurned)
