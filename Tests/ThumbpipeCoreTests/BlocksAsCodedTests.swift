@@ -91,20 +91,12 @@ struct BlocksAsCodedTests {
     static func transcode(_ bytes: Data, width: Int, height: Int, orientation: Int = 1, blocks: Bool) throws -> (
         store: Data, requantized: Bool
     ) {
-        var job = CJpegPlanesJob(
+        let job = CJpegPlanesJob(
             width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: 50,
             optimize_coding: 0, tap: nil,
             shaper: nil, blocks: blocks ? 1 : 0, tap_means: 0, hold_turned: 0)
-        var result = CJpegPlanesResult()
-        var error = [CChar](repeating: 0, count: 256)
-        let status = bytes.withUnsafeBytes { raw in
-            CJpegPlanes_transcode(
-                raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
-        }
-        defer { CJpegPlanes_free_buffer(result.jpeg) }
-        try #require(status == 0)
-        let jpeg = try #require(result.jpeg)
-        return (Data(bytes: jpeg, count: Int(result.size)), result.requantized != 0)
+        let (store, result) = try job.run(on: bytes)
+        return (try #require(store), result.requantized != 0)
     }
 
     @Test(
@@ -264,5 +256,27 @@ struct BlocksAsCodedTests {
             }
         }
         return out
+    }
+}
+
+extension CJpegPlanesJob {
+    /// `CJpegPlanes_transcode` of this job on `bytes`: the store it made (nil
+    /// without one) and what it says it did. A refusal fails the test, with libjpeg's reason.
+    func run(on bytes: Data) throws -> (store: Data?, result: CJpegPlanesResult) {
+        var job = self
+        var result = CJpegPlanesResult()
+        var error = [CChar](repeating: 0, count: 256)
+        let status = bytes.withUnsafeBytes { raw in
+            CJpegPlanes_transcode(
+                raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
+        }
+        defer { CJpegPlanes_free_buffer(result.jpeg) }
+        try #require(
+            status == 0, "\(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+        let store = result.jpeg.map { Data(bytes: $0, count: Int(result.size)) }
+        // The bytes are freed on return: the result handed back does not point at them.
+        var reported = result
+        reported.jpeg = nil
+        return (store, reported)
     }
 }

@@ -1,3 +1,4 @@
+import CThumbKernels
 import CVips
 import CVipsShim
 import Foundation
@@ -88,6 +89,42 @@ import ThumbpipeTestSupport
 }
 
 extension ColourTests {
+    /// The plane path's shaper (3-band rows, 4 pixels at a time and a tail) gives
+    /// the libvips path's bytes for every colour, rows of every length mod 4.
+    @Test func planeShaperIsTheTables() throws {
+        let profile = try Self.profile(of: "edge/icc-display-p3_p3.png")
+        let conversion = try #require(profile.withUnsafeBytes { ShaperConversion(profile: $0) })
+        let source = try Self.everyColour(tagged: profile)
+        let expected = try Self.bytes(Decode(limits: PipelineSettings().limits).toSRGB(source, format: "test"))
+        let shaper = try #require(conversion.makeShaper())
+        defer { CThumbKernels_shaper_free(shaper) }
+        let rgb = try Self.bytes(source)
+        try #require(rgb.count == expected.count)
+        let pixels = 4096 * 4096, bands = rgb.count / pixels
+        // The pixels as 3-band rows of 4093, 4094, 4095 and 4096 pixels (through
+        // pointers: the tests are built unoptimized).
+        var packed = [UInt8](repeating: 0, count: pixels * 3)
+        let differing = packed.withUnsafeMutableBufferPointer { out in
+            rgb.withUnsafeBufferPointer { from in
+                expected.withUnsafeBufferPointer { want in
+                    let q = out.baseAddress!, p = from.baseAddress!, e = want.baseAddress!
+                    for i in 0..<pixels { for c in 0..<3 { q[i * 3 + c] = p[i * bands + c] } }
+                    var at = 0, length = 4093
+                    while at < pixels {
+                        let n = min(length, pixels - at)
+                        CThumbKernels_shaper_rgb(shaper, q + at * 3, n)
+                        at += n
+                        length = length == 4096 ? 4093 : length + 1
+                    }
+                    var differing = 0
+                    for i in 0..<pixels { for c in 0..<3 where q[i * 3 + c] != e[i * bands + c] { differing += 1 } }
+                    return differing
+                }
+            }
+        }
+        #expect(differing == 0, "\(differing) samples differ from the libvips path's tables")
+    }
+
     /// Profiles lcms applies through lookup tables (here jpegli's XYB one), and
     /// anything not RGB, stay with lcms.
     @Test func lookupTableProfilesStayWithLcms() throws {

@@ -20,20 +20,11 @@ struct TapMeansTests {
     ) throws -> (pixels: [Float], store: Data?, held: Bool) {
         let tap = try AspectFillScale(width: 80, height: 80).tap(
             width: width, height: height, bands: 3, factor: 16, orientation: orientation)
-        var job = CJpegPlanesJob(
+        let job = CJpegPlanesJob(
             width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: quality,
             optimize_coding: 0, tap: tap.pointer, shaper: nil, blocks: blocks ? 1 : 0, tap_means: means ? 1 : 0,
             hold_turned: hold ? 1 : 0)
-        var result = CJpegPlanesResult()
-        var error = [CChar](repeating: 0, count: 256)
-        let status = bytes.withUnsafeBytes { raw in
-            CJpegPlanes_transcode(
-                raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &job, &result, &error, error.count)
-        }
-        defer { CJpegPlanes_free_buffer(result.jpeg) }
-        try #require(
-            status == 0, "\(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
-        let store = result.jpeg.map { Data(bytes: $0, count: Int(result.size)) }
+        let (store, result) = try job.run(on: bytes)
         return (try tap.resampled(), store, result.held != 0)
     }
 
