@@ -326,8 +326,10 @@ typedef struct Work {
     // decode a block line at a time (`lines`: 8 rows of one component's line of
     // blocks, `line_of` which) and turned as pixels into the store's bands.
     int held;
+    size_t held_cap; // the most the packed blocks may take: half as much again as the planes
     unsigned char *lines[3];
     int line_of[3];
+    size_t source_size; // the JPEG's bytes
 } Work;
 
 static int refuse(char *error, size_t size, const char *why) {
@@ -489,10 +491,15 @@ static void pack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, const JCOEF 
         w->requantize(w, ci, moved, turned);
     }
     if (w->packed_size - w->packed_used < 1 + 3 * DCTSIZE2) {
-        unsigned char *grown = realloc(w->packed, w->packed_size * 2);
+        size_t size = w->packed_size * 2;
+        // Held blocks replace the planes: a file denser than its size promised (a crafted
+        // one) is refused rather than held in more (the item takes libvips).
+        if (w->held && size > w->held_cap) size = w->held_cap;
+        if (size < w->packed_used + 1 + 3 * DCTSIZE2) stop((j_common_ptr)&w->in, "the blocks held outgrow the planes");
+        unsigned char *grown = realloc(w->packed, size);
         if (!grown) stop((j_common_ptr)&w->in, "out of memory for the blocks");
         w->packed = grown;
-        w->packed_size *= 2;
+        w->packed_size = size;
     }
     if (w->packed_used > UINT32_MAX - 1 - 3 * DCTSIZE2) stop((j_common_ptr)&w->in, "too many blocks");
     w->places[ci][(size_t)y * w->wide[ci] + x] = (uint32_t)w->packed_used;
@@ -746,7 +753,15 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int means = job->tap != NULL && job->tap_means;
     // Any other turned 4:2:0 source is held as coded, its pixels decoded and turned
     // once the decode is done; unless a tap reads its pixels (then as planes: below).
-    const int held = job->hold_turned && encode && o != 1 && is420 && !blocks && (job->tap == NULL || means);
+    // Held only when its packed blocks promise to be smaller than the planes: they take
+    // 3.9–5.0 times the file's bytes (13 photos), and 5 bytes a block for its count and place.
+    size_t blocks_in_all = 0;
+    for (int ci = 0; ci < 3; ci++)
+        blocks_in_all += (size_t)in->comp_info[ci].width_in_blocks * in->comp_info[ci].height_in_blocks;
+    const size_t planes_bytes = (size_t)W * (size_t)H * 3 / 2;
+    const int sparse = 5 * w->source_size + 5 * blocks_in_all <= planes_bytes;
+    const int held =
+        job->hold_turned && encode && o != 1 && is420 && !blocks && (job->tap == NULL || means) && sparse;
     w->pixels = (job->tap != NULL && !means) || (encode && !blocks && !held);
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
@@ -805,6 +820,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     if (held) {
         hold_blocks(w, o);
         w->held = 1;
+        w->held_cap = planes_bytes + planes_bytes / 2 + 65536;
     }
     result->held = held;
     if (means) {
@@ -984,6 +1000,7 @@ int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPla
     jpeg_create_decompress(&w->in);
     w->in_made = 1;
     jpeg_mem_src(&w->in, jpeg, (unsigned long)size);
+    w->source_size = size;
     jpeg_read_header(&w->in, TRUE);
     const jpeg_component_info *c = w->in.comp_info;
     if (w->in.jpeg_color_space != JCS_YCbCr || w->in.num_components != 3 || w->in.data_precision != 8) {

@@ -129,6 +129,12 @@ struct TapMeansTests {
             }
         }
         #expect(held == 8)
+        // A file so dense (quality 100) that its packed blocks would outgrow the planes: not held.
+        let dense = try PlanePathTests.oriented(6, width: 1601, height: 1283, quality: 100)
+        let denseBytes = try Data(contentsOf: URL(fileURLWithPath: dense))
+        let denseHeld = try Self.tapped(
+            denseBytes, width: 1601, height: 1283, orientation: 6, means: true, quality: 50, hold: true)
+        #expect(!denseHeld.held, "\(denseBytes.count) bytes")
         // A tap that reads pixels needs the planes: not held.
         let path = try PlanePathTests.oriented(6, width: 1601, height: 1283, quality: 85)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -48,7 +48,8 @@ typedef struct {
     /// A turned 4:2:0 source not taken as coded (its turn moves the block grid)
     /// is held as coded through the decode, its pixels decoded and turned band
     /// by band for the encoder (not held whole as decoded planes), unless a tap
-    /// reads its pixels: the same store, byte for byte, in a tenth of the memory.
+    /// reads its pixels, or its file is so dense that the packed blocks would take
+    /// more than the planes (over a fifth of them in bytes): the same store, byte for byte.
     int hold_turned;
 } CJpegPlanesJob;
 

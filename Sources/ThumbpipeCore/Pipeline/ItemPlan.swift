@@ -46,8 +46,9 @@ struct ItemPlan: Sendable, Equatable {
     /// Whether a turned JPEG in sRGB (or untagged) whose turn moves its block grid
     /// (not ``blocks``) and whose tap reads its blocks' means is held as coded
     /// through its decode, its pixels decoded and turned band by band for the
-    /// store, rather than held whole as decoded planes (4:2:0 sources; the same
-    /// store, byte for byte). A tap that reads pixels needs the planes.
+    /// store, rather than held whole as decoded planes (4:2:0 sources whose file
+    /// promises packed blocks smaller than the planes; the same store, byte for
+    /// byte). A tap that reads pixels needs the planes.
     var holdTurned: Bool
 
     /// The smallest tap factor read from blocks' means, and what it is rounded to
