@@ -161,6 +161,22 @@ static inline void transpose16(Bytes16 r[16]) {
     }
 }
 
+// How EXIF orientation `o` (1–8) shows a stored image upright, as
+// AspectFillScale.storedPixel says, per axis: an upright row is a stored row,
+// or when turned a `quarter` a stored column (either way a "line"), the lines
+// taken from the last back when `lines_back`; along a line, the upright columns
+// run from its end back when `across_back`. In the coefficient domain the same
+// three are a transpose, negated odd vertical and negated odd horizontal
+// frequencies. The one place the orientations are spelt out.
+typedef struct {
+    int quarter, lines_back, across_back;
+} Turn;
+
+static Turn turn_of(int o) {
+    const int quarter = o >= 5 && o <= 8;
+    return (Turn){quarter, quarter ? o == 7 || o == 8 : o == 3 || o == 4, quarter ? o == 6 || o == 7 : o == 2 || o == 3};
+}
+
 // One RGB pixel (a call to memcpy a pixel would cost more than the copy).
 static inline void copy3(unsigned char *restrict to, const unsigned char *restrict from) {
     to[0] = from[0];
@@ -181,12 +197,13 @@ static inline void copy3(unsigned char *restrict to, const unsigned char *restri
 // (one pixel at a time, unprefetched).
 static void gather_rows(const unsigned char *in, size_t stride, int w, int h, int o, int px, int row0, int rows,
                         unsigned char *const *out) {
-    const int swap = o >= 5, uw = swap ? h : w, uh = swap ? w : h;
+    const Turn t = turn_of(o);
+    const int swap = t.quarter, uw = swap ? h : w, uh = swap ? w : h;
     if (!swap) {
         for (int i = 0; i < rows; i++) {
             const int y = row0 + i < uh ? row0 + i : uh - 1;
-            const unsigned char *src = in + (size_t)(o == 3 || o == 4 ? h - 1 - y : y) * stride;
-            if (o == 2 || o == 3) {
+            const unsigned char *src = in + (size_t)(t.lines_back ? h - 1 - y : y) * stride;
+            if (t.across_back) {
                 unsigned char *q = out[i];
                 if (px == 1) {
                     for (int x = 0; x < uw; x++) q[x] = src[w - 1 - x];
@@ -199,9 +216,9 @@ static void gather_rows(const unsigned char *in, size_t stride, int w, int h, in
         }
         return;
     }
-    // Turned a quarter: upright (x, y) is stored row `x` (5, 8) or `h - 1 - x` (6, 7),
-    // stored column `y` (5, 6) or `w - 1 - y` (7, 8).
-    const int rows_down = o == 6 || o == 7, columns_back = o == 7 || o == 8;
+    // Turned a quarter: upright (x, y) is stored row `x` (or `h - 1 - x` across back),
+    // stored column `y` (or `w - 1 - y` lines back).
+    const int rows_down = t.across_back, columns_back = t.lines_back;
     size_t column[16]; // the byte offset in a stored row of upright row row0 + i
     for (int i = 0; i < rows; i++) {
         const int y = row0 + i < uh ? row0 + i : uh - 1;
@@ -448,15 +465,14 @@ static int set_tables(Work *w, int ci, const UINT16 *source, const UINT16 *store
 }
 
 // Turns a block's coefficients as EXIF orientation `o` turns its pixels (u the
-// horizontal frequency, v the vertical): a mirror across negates the odd u, a
-// mirror down the odd v, and a quarter turn transposes first (orientations 5–8).
+// upright horizontal frequency, v the vertical): a quarter turn transposes, the
+// columns back negate the odd u, the lines back the odd v.
 static void turn_block(int o, const JCOEF *in, JCOEF *out) {
-    const int transpose = o >= 5;
-    const int negate_u = o == 2 || o == 3 || o == 6 || o == 7, negate_v = o == 3 || o == 4 || o == 7 || o == 8;
+    const Turn t = turn_of(o);
     for (int v = 0; v < DCTSIZE; v++)
         for (int u = 0; u < DCTSIZE; u++) {
-            const int c = transpose ? in[u * DCTSIZE + v] : in[v * DCTSIZE + u];
-            out[v * DCTSIZE + u] = (JCOEF)(((negate_u && (u & 1)) ^ (negate_v && (v & 1))) ? -c : c);
+            const int c = t.quarter ? in[u * DCTSIZE + v] : in[v * DCTSIZE + u];
+            out[v * DCTSIZE + u] = (JCOEF)(((t.across_back && (u & 1)) ^ (t.lines_back && (v & 1))) ? -c : c);
         }
 }
 
@@ -519,45 +535,55 @@ static void pack_block(Work *w, int ci, JDIMENSION x, JDIMENSION y, const JCOEF 
     w->packed_used = (size_t)(p - w->packed);
 }
 
+// The sum of a block's 64 samples for the tap, as decoding gives them: 8 × its
+// dequantized DC + 8192 (islow's scaling), or for a block at the image's right or
+// bottom edge, whose DC counts the encoder's padding too, the mean of its samples
+// inside × 64: `samples` are its decoded rows (from `column`), or NULL to decode them here.
+static int32_t block_sum(Work *w, jpeg_component_info *compptr, JCOEFPTR block, JSAMPARRAY samples,
+                         JDIMENSION column, size_t x, size_t y) {
+    const size_t across = compptr->downsampled_width - x * DCTSIZE, down = compptr->downsampled_height - y * DCTSIZE;
+    int64_t sum;
+    if (across >= DCTSIZE && down >= DCTSIZE) {
+        sum = 8 * (int64_t)block[0] * compptr->quant_table->quantval[0] + 8192;
+    } else {
+        JSAMPLE decoded[DCTSIZE][2 * DCTSIZE];
+        JSAMPROW rows[DCTSIZE];
+        if (!samples) {
+            for (int i = 0; i < DCTSIZE; i++) rows[i] = decoded[i];
+            w->idct[compptr->component_index](&w->in, compptr, block, rows, 0);
+            samples = rows;
+            column = 0;
+        }
+        const size_t n = across < DCTSIZE ? across : DCTSIZE, m = down < DCTSIZE ? down : DCTSIZE;
+        int64_t inside = 0;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) inside += samples[i][column + j];
+        sum = (inside * DCTSIZE2 + (int64_t)(n * m) / 2) / (int64_t)(n * m);
+    }
+    // Held to 0…255 a sample, as decoding clips them (and within 32 bits whatever the tables).
+    return (int32_t)(sum < 0 ? 0 : sum > 64 * 255 ? 64 * 255 : sum);
+}
+
 static void keep_block(j_decompress_ptr cinfo, jpeg_component_info *compptr, JCOEFPTR block, JSAMPARRAY output,
                        JDIMENSION column) {
     Work *w = work_of_decoder(cinfo);
     const int ci = compptr->component_index;
-    const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE;
-    if (w->sums[0]) {
-        const size_t x = column / DCTSIZE;
-        if (row >= (size_t)compptr->v_samp_factor || x >= (size_t)w->sums_wide[ci])
-            stop((j_common_ptr)cinfo, "a block outside the band");
-        // The block's samples inside the image: all 64 but at its right and bottom edges.
-        const size_t y = (size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row;
-        const size_t across = compptr->downsampled_width - x * DCTSIZE, down = compptr->downsampled_height - y * DCTSIZE;
-        int64_t sum;
-        if (across >= DCTSIZE && down >= DCTSIZE) {
-            // A block's mean is its dequantized DC / 8 + 128 (islow's scaling): 64 of them.
-            sum = 8 * (int64_t)block[0] * compptr->quant_table->quantval[0] + 8192;
-        } else {
-            // An edge block's DC counts the samples past the edge too, which are the
-            // encoder's padding: the samples inside, decoded, and their mean × 64.
-            JSAMPLE samples[DCTSIZE][2 * DCTSIZE];
-            JSAMPROW rows[DCTSIZE];
-            for (int i = 0; i < DCTSIZE; i++) rows[i] = samples[i];
-            w->idct[ci](cinfo, compptr, block, rows, 0);
-            const size_t n = (across < DCTSIZE ? across : DCTSIZE), m = (down < DCTSIZE ? down : DCTSIZE);
-            int64_t inside = 0;
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++) inside += samples[i][j];
-            sum = (inside * DCTSIZE2 + (int64_t)(n * m) / 2) / (int64_t)(n * m);
-        }
-        w->sums[ci][row * (size_t)w->sums_wide[ci] + x] = (int32_t)(sum < 0 ? 0 : sum > 64 * 255 ? 64 * 255 : sum);
-    }
-    if (w->places[0]) {
-        pack_block(w, ci, column / DCTSIZE, (JDIMENSION)((size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row),
-                   block);
-    } else if (w->coefs[0]) {
-        w->requantize(w, ci, block, w->coefs[ci] + (row * w->coef_stride[ci] + column / DCTSIZE) * DCTSIZE2);
-    }
+    // The block's place: its row in the band libjpeg hands over, and in the component.
+    const size_t row = (size_t)(output - w->rows[ci]) / DCTSIZE, x = column / DCTSIZE;
+    const size_t y = (size_t)w->imcu_row * (size_t)compptr->v_samp_factor + row;
     // The pixels, by libjpeg's own IDCT (the same pixels decoding gives), when the tap or the store reads them.
     if (w->pixels) w->idct[ci](cinfo, compptr, block, output, column);
+    if (w->sums[0]) {
+        if (row >= (size_t)compptr->v_samp_factor || x >= (size_t)w->sums_wide[ci])
+            stop((j_common_ptr)cinfo, "a block outside the band");
+        w->sums[ci][row * (size_t)w->sums_wide[ci] + x] =
+            block_sum(w, compptr, block, w->pixels ? output : NULL, column, x, y);
+    }
+    if (w->places[0]) {
+        pack_block(w, ci, (JDIMENSION)x, (JDIMENSION)y, block);
+    } else if (w->coefs[0]) {
+        w->requantize(w, ci, block, w->coefs[ci] + (row * w->coef_stride[ci] + x) * DCTSIZE2);
+    }
 }
 
 // The packed block (`x`, `y`) of component `ci` (an empty one where the decoder never handed it over).
@@ -577,19 +603,12 @@ static void give_block(j_compress_ptr cinfo, jpeg_component_info *compptr, JSAMP
         // The upright block (x, y) is the source's block as the turn maps it.
         const JDIMENSION y = (JDIMENSION)w->out_imcu_row * (JDIMENSION)compptr->v_samp_factor + start_row / DCTSIZE;
         const JDIMENSION W = w->wide[ci], H = w->high[ci];
+        const Turn t = turn_of(w->turn);
+        // The block line (a stored block row, or column turned a quarter), and the block along it.
+        const JDIMENSION line = t.lines_back ? (t.quarter ? W : H) - 1 - y : y;
         for (JDIMENSION i = 0; i < count; i++) {
-            const JDIMENSION x = start_col / DCTSIZE + i;
-            JDIMENSION sx, sy;
-            switch (w->turn) {
-            case 2: sx = W - 1 - x, sy = y; break;
-            case 3: sx = W - 1 - x, sy = H - 1 - y; break;
-            case 4: sx = x, sy = H - 1 - y; break;
-            case 5: sx = y, sy = x; break;
-            case 6: sx = y, sy = H - 1 - x; break;
-            case 7: sx = W - 1 - y, sy = H - 1 - x; break;
-            default: sx = W - 1 - y, sy = x; break; // 8
-            }
-            unpack_block(w, ci, sx, sy, blocks[i]);
+            const JDIMENSION x = start_col / DCTSIZE + i, along = t.across_back ? (t.quarter ? H : W) - 1 - x : x;
+            unpack_block(w, ci, t.quarter ? line : along, t.quarter ? along : line, blocks[i]);
         }
         return;
     }
@@ -679,12 +698,11 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
 static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
     struct jpeg_decompress_struct *in = &w->in;
     jpeg_component_info *c = &in->comp_info[ci];
-    const int o = w->turn, swap = o >= 5;
+    const Turn t = turn_of(w->turn);
+    const int swap = t.quarter, lines_back = t.lines_back, across_back = t.across_back;
     const int sw = (int)c->downsampled_width, sh = (int)c->downsampled_height;
     // A line is a stored row (a stored column when turned a quarter); across it, upright columns.
     const int uh = swap ? sw : sh, uw = swap ? sh : sw;
-    const int lines_back = swap ? o == 7 || o == 8 : o == 3 || o == 4;
-    const int across_back = swap ? o == 6 || o == 7 : o == 2 || o == 3;
     const size_t blocks_across = swap ? w->high[ci] : w->wide[ci], stride = blocks_across * DCTSIZE;
     if ((size_t)uw > stride || uw > band.stride) stop((j_common_ptr)in, "a band narrower than the image");
     if (!w->lines[ci]) {
@@ -695,7 +713,7 @@ static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
     unsigned char *line = w->lines[ci];
     for (int i = 0; i < rows; i++) {
         const int y = row0 + i < uh ? row0 + i : uh - 1;
-        const int at = lines_back ? (swap ? sw : sh) - 1 - y : y, block_line = at / DCTSIZE;
+        const int at = lines_back ? uh - 1 - y : y, block_line = at / DCTSIZE;
         if (w->line_of[ci] != block_line) {
             // The line's blocks were packed a block row at a time: across a stored
             // column each is a cache miss (its place, then its bytes), so both are
@@ -745,9 +763,8 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     // is taken as coded, and so is a turned one whose edges that turn to the
     // upright image's left and top are whole 16-pixel MCUs (so the turn keeps
     // the block grid): ItemPlan.turnKeepsBlocks.
-    const int wide = W % 16 == 0, high = H % 16 == 0;
-    const int keeps = o == 1 || o == 5 || ((o == 2 || o == 8) && wide) || ((o == 4 || o == 6) && high) ||
-                      ((o == 3 || o == 7) && wide && high);
+    const Turn turn = turn_of(o);
+    const int keeps = !(turn.across_back && (swap ? H : W) % 16) && !(turn.lines_back && (swap ? W : H) % 16);
     const int blocks = job->blocks && is420 && keeps && encode;
     // The tap from the blocks' sums: no IDCT at all unless the store is encoded from pixels.
     const int means = job->tap != NULL && job->tap_means;
@@ -823,14 +840,18 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         w->held_cap = planes_bytes + planes_bytes / 2 + 65536;
     }
     result->held = held;
-    if (means) {
-        for (int ci = 0; ci < 3; ci++) {
-            const jpeg_component_info *c = &in->comp_info[ci];
-            w->sums_wide[ci] = (int)c->width_in_blocks;
-            w->sums[ci] = calloc((size_t)c->width_in_blocks * (size_t)c->v_samp_factor, sizeof(int32_t));
-            if (!w->sums[ci]) stop((j_common_ptr)in, "out of memory for the blocks' sums");
-        }
+    // The blocks' sums of one iMCU row, and the source pixels a block of each component covers
+    // (8 of its samples: 16 pixels where it is subsampled; hs and vs are the largest factors).
+    int block_width[3] = {0}, block_height[3] = {0};
+    for (int ci = 0; ci < 3 && means; ci++) {
+        const jpeg_component_info *c = &in->comp_info[ci];
+        w->sums_wide[ci] = (int)c->width_in_blocks;
+        w->sums[ci] = calloc((size_t)c->width_in_blocks * (size_t)c->v_samp_factor, sizeof(int32_t));
+        if (!w->sums[ci]) stop((j_common_ptr)in, "out of memory for the blocks' sums");
+        block_width[ci] = DCTSIZE * hs / c->h_samp_factor;
+        block_height[ci] = DCTSIZE * vs / c->v_samp_factor;
     }
+    const int32_t *const sums[3] = {w->sums[0], w->sums[1], w->sums[2]};
     result->requantized = blocks;
     unsigned char *chroma_rows[DCTSIZE];
     while (in->output_scanline < in->output_height) {
@@ -852,10 +873,6 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
         if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
             stop((j_common_ptr)in, "the decoder gave a short band");
         if (means) {
-            const int32_t *const sums[3] = {w->sums[0], w->sums[1], w->sums[2]};
-            // A component's block covers 8 of its samples: 16 source pixels where it is subsampled.
-            const int block_width[3] = {8 * hs / in->comp_info[0].h_samp_factor, 8 * hs, 8 * hs};
-            const int block_height[3] = {8 * vs / in->comp_info[0].v_samp_factor, 8 * vs, 8 * vs};
             if (CThumbKernels_tap_add_block_sums(job->tap, r, valid, sums, w->sums_wide, block_width, block_height))
                 stop((j_common_ptr)in, "the tap refused the blocks' sums");
         } else if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1,

@@ -43,7 +43,8 @@ struct CThumbKernelsTap {
     guint32 *ycc_columns;
     int ycc_rows, ycc_hshift;
     // Fed a JPEG's block sums instead (CThumbKernels_tap_add_block_sums): per
-    // window block, Σ of Y, Cb and Cr over the block row under way, × 64.
+    // window block, Σ of Y, Cb and Cr over the block row under way, × 64 (its
+    // rows so far counted in `ycc_rows` too).
     gint64 *block_sums;
     GMutex lock;
 };
@@ -665,19 +666,23 @@ struct CThumbKernelsShaper {
 typedef struct CThumbKernelsShaper Shaper;
 
 
-// Converts `count` pixels of `bands` (3 or 4) from `p` into `q` (which may be
-// `p`: each pixel is read whole before it is written); alpha passes through.
-static void shaper_row(const Shaper *s, const VipsPel *p, VipsPel *q, size_t count, int bands) {
-    const ShaperTerms *restrict tr = s->terms[0], *restrict tg = s->terms[1], *restrict tb = s->terms[2];
-    const guint8 *restrict encode = s->encode;
+// The `encode` indices of one pixel's three outputs, in the vector's first lanes:
+// the three terms summed, rounded (8 fraction bits) and clipped to the table
+// (out of sRGB's gamut: clipped per channel, as lcms does).
+static inline ShaperTerms shaper_index(const Shaper *s, unsigned r, unsigned g, unsigned b) {
     const ShaperTerms bias = {128, 128, 128, 128}, low = {0, 0, 0, 0};
     const ShaperTerms high = {CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1,
                               CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1};
+    const ShaperTerms index = (s->terms[0][r] + s->terms[1][g] + s->terms[2][b] + bias) >> 8;
+    return __builtin_elementwise_min(__builtin_elementwise_max(index, low), high);
+}
+
+// Converts `count` pixels of `bands` (3 or 4) from `p` into `q` (which may be
+// `p`: each pixel is read whole before it is written); alpha passes through.
+static void shaper_row(const Shaper *s, const VipsPel *p, VipsPel *q, size_t count, int bands) {
+    const guint8 *restrict encode = s->encode;
     for (size_t x = 0; x < count; x++, p += bands, q += bands) {
-        // Rounded (8 fraction bits), clipped to the table (out of sRGB's gamut:
-        // clipped per channel, as lcms does), in the vector's lanes.
-        ShaperTerms index = (tr[p[0]] + tg[p[1]] + tb[p[2]] + bias) >> 8;
-        index = __builtin_elementwise_min(__builtin_elementwise_max(index, low), high);
+        const ShaperTerms index = shaper_index(s, p[0], p[1], p[2]);
         const VipsPel alpha = bands == 4 ? p[3] : 0;
         q[0] = encode[index[0]];
         q[1] = encode[index[1]];
@@ -724,27 +729,20 @@ void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
 
 // The same as shaper_row on 3-band pixels, 4 at a time (12 bytes read as three
 // words, written as three): four pixels' lookups in flight at once instead of one
-// pixel's loads and stores after another's (10 % faster on a 21 Mpx photo).
+// pixel's loads and stores after another's (about 10 % faster on a 21 Mpx photo's
+// pixels, in a standalone copy of both loops).
 static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
-    const ShaperTerms *restrict tr = s->terms[0], *restrict tg = s->terms[1], *restrict tb = s->terms[2];
     const guint8 *restrict encode = s->encode;
-    const ShaperTerms bias = {128, 128, 128, 128}, low = {0, 0, 0, 0};
-    const ShaperTerms high = {CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1,
-                              CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1};
     size_t x = 0;
     for (; x + 4 <= count; x += 4, p += 12) {
         guint32 w0, w1, w2;
         memcpy(&w0, p, 4);
         memcpy(&w1, p + 4, 4);
         memcpy(&w2, p + 8, 4);
-        ShaperTerms a = (tr[w0 & 255] + tg[(w0 >> 8) & 255] + tb[(w0 >> 16) & 255] + bias) >> 8;
-        ShaperTerms b = (tr[w0 >> 24] + tg[w1 & 255] + tb[(w1 >> 8) & 255] + bias) >> 8;
-        ShaperTerms c = (tr[(w1 >> 16) & 255] + tg[w1 >> 24] + tb[w2 & 255] + bias) >> 8;
-        ShaperTerms d = (tr[(w2 >> 8) & 255] + tg[(w2 >> 16) & 255] + tb[w2 >> 24] + bias) >> 8;
-        a = __builtin_elementwise_min(__builtin_elementwise_max(a, low), high);
-        b = __builtin_elementwise_min(__builtin_elementwise_max(b, low), high);
-        c = __builtin_elementwise_min(__builtin_elementwise_max(c, low), high);
-        d = __builtin_elementwise_min(__builtin_elementwise_max(d, low), high);
+        const ShaperTerms a = shaper_index(s, w0 & 255, (w0 >> 8) & 255, (w0 >> 16) & 255);
+        const ShaperTerms b = shaper_index(s, w0 >> 24, w1 & 255, (w1 >> 8) & 255);
+        const ShaperTerms c = shaper_index(s, (w1 >> 16) & 255, w1 >> 24, w2 & 255);
+        const ShaperTerms d = shaper_index(s, (w2 >> 8) & 255, (w2 >> 16) & 255, w2 >> 24);
         w0 = (guint32)encode[a[0]] | (guint32)encode[a[1]] << 8 | (guint32)encode[a[2]] << 16 | (guint32)encode[b[0]] << 24;
         w1 = (guint32)encode[b[1]] | (guint32)encode[b[2]] << 8 | (guint32)encode[c[0]] << 16 | (guint32)encode[c[1]] << 24;
         w2 = (guint32)encode[c[2]] | (guint32)encode[d[0]] << 8 | (guint32)encode[d[1]] << 16 | (guint32)encode[d[2]] << 24;

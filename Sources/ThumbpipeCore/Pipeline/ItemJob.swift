@@ -259,8 +259,7 @@ public struct ItemJobRunner: Sendable {
     ) throws -> String? {
         guard job.makeThumbnail || writesStore else { return nil }
         let made = try JpegPlaneStore(store: store).write(
-            source, header: header, into: writesStore ? job.storeFile : nil, blocks: plan.blocks,
-            means: plan.tapMeans, holdTurned: plan.holdTurned,
+            source, header: header, into: writesStore ? job.storeFile : nil, plan: plan,
             tap: { width, height in
                 guard job.makeThumbnail else { return nil }
                 return try thumbnailer.scale.tap(

@@ -73,18 +73,18 @@ struct ItemPlan: Sendable, Equatable {
         } else {
             storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
         }
+        // The coded routes need the source's own samples: a converted source's are not the store's,
+        // and its tap reads its pixels (the conversion is not affine).
+        let asCoded = offPlanes == nil && header.jpegColour == .sRGB
         let blocks =
-            offPlanes == nil && header.jpegColour == .sRGB
-            && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
+            asCoded && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
         var tapMeans = false
         var planeTapFactor = 0
         if offPlanes == nil, case .tap(let factor) = decode {
-            // A converted source's tap reads its pixels: the conversion is not affine.
-            tapMeans = header.jpegColour == .sRGB && factor >= meansFactor
+            tapMeans = asCoded && factor >= meansFactor
             planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
         }
-        let holdTurned =
-            offPlanes == nil && header.jpegColour == .sRGB && header.orientation != 1 && !blocks && tapMeans
+        let holdTurned = tapMeans && header.orientation != 1 && !blocks
         return ItemPlan(
             decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
             planeTapFactor: planeTapFactor, holdTurned: holdTurned)

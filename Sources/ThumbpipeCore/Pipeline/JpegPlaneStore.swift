@@ -48,14 +48,13 @@ struct JpegPlaneStore {
     /// (for the source's stored size), and with a `descriptor` writes there the
     /// store file, upright. When libjpeg refuses the source, nothing is written
     /// and ``Made/refused`` says why (the caller takes the libvips path); the
-    /// attempt's time is in `spans` either way. With `blocks`, a 4:2:0 source's
-    /// store is taken as coded (``ItemPlan/blocks``); with `means`, the tap adds
-    /// up its blocks' means (``ItemPlan/tapMeans``); with `holdTurned`, a turned one
-    /// is held as coded rather than as decoded planes (``ItemPlan/holdTurned``).
+    /// attempt's time is in `spans` either way. `plan` says which coded routes
+    /// the source may take (``ItemPlan/blocks``, ``ItemPlan/tapMeans``,
+    /// ``ItemPlan/holdTurned``); libjpeg takes them where the sampling allows.
     /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
-        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, blocks: Bool, means: Bool,
-        holdTurned: Bool = false, tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
+        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, plan: ItemPlan,
+        tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made {
         guard Int64(source.count) <= StorePath.maxFileBytes else { return Made(refused: "a file over 64 MB") }
         let shaper = header.conversion?.makeShaper()
@@ -66,7 +65,7 @@ struct JpegPlaneStore {
             width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
             quality: descriptor == nil ? 0 : Int32(store.settings.vipsQuality),
             optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer, shaper: shaper,
-            blocks: blocks ? 1 : 0, tap_means: means && shaper == nil ? 1 : 0, hold_turned: holdTurned ? 1 : 0)
+            blocks: plan.blocks ? 1 : 0, tap_means: plan.tapMeans ? 1 : 0, hold_turned: plan.holdTurned ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = spans.measure(.store) {
