@@ -11,8 +11,6 @@
 #include <jpegint.h>
 #include <immintrin.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <sys/mman.h>
 
 // MARK: - libjpeg's errors and output
 
@@ -496,22 +494,6 @@ static inline uint64_t nonzero_coefficients(const JCOEF *block) {
     return mask;
 }
 
-// A buffer that holds a whole photo (a turned source's planes, or its RGB when
-// its colour is converted: tens of MB) asks for transparent huge pages, which
-// the system grants on request (THP "madvise", Debian's default): filled in 4 KB
-// pages, a 19 Mpx converted photo turned 90° took 175 k page faults in 12 runs,
-// and 16 k with them, at 9-16 % less CPU (3 alternating pairs). Advisory: only
-// the buffer's 2 MB-aligned interior, and nothing where THP is off. Not for the
-// packed blocks, which grow by realloc: that measured no better.
-static void *huge_pages(void *p, size_t n) {
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (p && n >= 2 * huge) {
-        const uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1), end = ((uintptr_t)p + n) & ~(huge - 1);
-        if (end > start) (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-    }
-    return p;
-}
-
 // Packs a turned source's block (`x`, `y`) of component `ci`: turned, then
 // requantized to the store's steps where each coefficient lands (a quarter
 // turn moves (u, v) to (v, u), whose step differs: the tables are not symmetric).
@@ -839,8 +821,7 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     Plane py = {0}, pcb = {0}, pcr = {0};
     if (whole) {
         const size_t rows = (size_t)round_up(H, 16), luma = (size_t)ys * rows, chroma = (size_t)cs * (rows / 2);
-        const size_t held = luma + 2 * chroma + 64;
-        w->planes = huge_pages(malloc(held), held);
+        w->planes = malloc(luma + 2 * chroma + 64);
         if (!w->planes) stop((j_common_ptr)in, "out of memory for the planes");
         py = (Plane){w->planes, ys};
         pcb = (Plane){w->planes + luma, cs};
@@ -973,8 +954,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     const size_t row_bytes = (size_t)W * 3;
     enum { BAND = 16 };
     // The band's rows (the whole image's for a turned source), and one band of upright rows to encode.
-    const size_t held = row_bytes * (size_t)(whole ? H : BAND) + 64;
-    w->planes = huge_pages(malloc(held), held);
+    w->planes = malloc(row_bytes * (size_t)(whole ? H : BAND) + 64);
     w->bands = whole ? malloc((size_t)UW * 3 * BAND + 64) : NULL;
     if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
     if (encode) start_encoder(w, job, UW, UH, JCS_RGB);
