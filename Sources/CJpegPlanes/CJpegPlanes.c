@@ -146,48 +146,34 @@ static inline Bytes16 load16(const unsigned char *p) {
     return v;
 }
 
-// Transposes a 16 × 16 tile of bytes in 16 registers: four rounds of interleaving
-// row k with row k + 8. Each round rotates a byte's 8-bit (row, column) index left
-// by one bit, so four rounds swap row and column.
-static inline void transpose16(Bytes16 r[16]) {
-    for (int round = 0; round < 4; round++) {
+// Transposes a square tile of bytes held in `n` registers of 16 bytes (16 × 16
+// in 16, or 8 × 8 in 4, two rows a register): `rounds` rounds (4, or 3) of
+// interleaving register k with register k + n / 2. Each round rotates a byte's
+// (row, column) index left by one bit, so the last swaps row and column.
+static inline void interleave_rounds(Bytes16 *r, int n, int rounds) {
+    for (int round = 0; round < rounds; round++) {
         Bytes16 t[16];
-        for (int k = 0; k < 8; k++) {
-            t[2 * k] = __builtin_shufflevector(r[k], r[k + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-            t[2 * k + 1] =
-                __builtin_shufflevector(r[k], r[k + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        for (int k = 0; k < n / 2; k++) {
+            t[2 * k] = __builtin_shufflevector(r[k], r[k + n / 2], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            t[2 * k + 1] = __builtin_shufflevector(r[k], r[k + n / 2], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                                   30, 15, 31);
         }
-        for (int k = 0; k < 16; k++) r[k] = t[k];
+        for (int k = 0; k < n; k++) r[k] = t[k];
     }
 }
 
-// Writes the transpose of an 8 × 8 block of samples (`in`, rows of 8) as 8 rows
-// of 8 at `out`, `stride` apart: three rounds of interleaving (bytes, pairs,
-// quads) in four registers instead of 64 loads and 64 strided stores.
-static inline void transpose8_into(const JSAMPLE in[DCTSIZE][DCTSIZE], unsigned char *out, size_t stride) {
-    Bytes16 a[4], t[4], u[4];
+static inline void transpose16(Bytes16 r[16]) { interleave_rounds(r, 16, 4); }
+
+// Writes the transpose of an 8 × 8 block of samples (`in`: 64 bytes, rows of 8)
+// as 8 rows of 8 at `out`, `stride` apart: 12 shuffles and 8 stores instead of
+// 64 loads and 64 strided stores.
+static inline void transpose8_into(const unsigned char *in, unsigned char *out, size_t stride) {
+    Bytes16 r[4];
+    for (int k = 0; k < 4; k++) r[k] = load16(in + 16 * k);
+    interleave_rounds(r, 4, 3);
     for (int k = 0; k < 4; k++) {
-        a[k] = load16(in[2 * k]);
-        // Rows 2k and 2k + 1, byte by byte.
-        t[k] = __builtin_shufflevector(a[k], a[k], 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    }
-    for (int h = 0; h < 2; h++) {
-        // Rows 4h … 4h + 3: columns 0-3, then 4-7, four bytes a column.
-        u[2 * h] = __builtin_shufflevector(t[2 * h], t[2 * h + 1], 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22,
-                                           23);
-        u[2 * h + 1] = __builtin_shufflevector(t[2 * h], t[2 * h + 1], 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29,
-                                               14, 15, 30, 31);
-    }
-    for (int q = 0; q < 2; q++) {
-        // Columns 4q … 4q + 3, all eight rows each: two columns a register.
-        const Bytes16 lo = __builtin_shufflevector(u[q], u[2 + q], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22,
-                                                   23);
-        const Bytes16 hi = __builtin_shufflevector(u[q], u[2 + q], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28,
-                                                   29, 30, 31);
-        memcpy(out + (size_t)(4 * q) * stride, &lo, 8);
-        memcpy(out + (size_t)(4 * q + 1) * stride, (const unsigned char *)&lo + 8, 8);
-        memcpy(out + (size_t)(4 * q + 2) * stride, &hi, 8);
-        memcpy(out + (size_t)(4 * q + 3) * stride, (const unsigned char *)&hi + 8, 8);
+        memcpy(out + (size_t)(2 * k) * stride, &r[k], 8);
+        memcpy(out + (size_t)(2 * k + 1) * stride, (const unsigned char *)&r[k] + 8, 8);
     }
 }
 
@@ -323,7 +309,7 @@ static void gather_rows(const unsigned char *in, size_t stride, int w, int h, in
 // Fills `rows` rows of `band` with upright rows [row0, row0 + rows) of a turned
 // plane (gather_rows), each padded to the band's stride with its last sample.
 static void gather(Plane in, int w, int h, int o, int row0, int rows, Plane band) {
-    const int uw = o >= 5 ? h : w;
+    const int uw = turn_of(o).quarter ? h : w;
     unsigned char *out[16];
     for (int i = 0; i < rows; i++) out[i] = band.p + (size_t)i * band.stride;
     gather_rows(in.p, (size_t)in.stride, w, h, o, 1, row0, rows, out);
@@ -687,13 +673,14 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
     struct jpeg_decompress_struct *in = &w->in;
     struct jpeg_compress_struct *out = &w->out;
     hook_idct(w, rows);
+    const int quarter = turn_of(turn).quarter;
     size_t total = 0;
     int narrow = 1; // every ratio under 2^15
     for (int ci = 0; ci < 3; ci++) {
         const jpeg_component_info *from = &in->comp_info[ci], *to = &out->comp_info[ci];
         // A quarter turn swaps the grid's sides.
-        const JDIMENSION wide = turn >= 5 ? from->height_in_blocks : from->width_in_blocks;
-        const JDIMENSION high = turn >= 5 ? from->width_in_blocks : from->height_in_blocks;
+        const JDIMENSION wide = quarter ? from->height_in_blocks : from->width_in_blocks;
+        const JDIMENSION high = quarter ? from->width_in_blocks : from->height_in_blocks;
         if (wide != to->width_in_blocks || high != to->height_in_blocks ||
             from->h_samp_factor != to->h_samp_factor || from->v_samp_factor != to->v_samp_factor ||
             !out->quant_tbl_ptrs[to->quant_tbl_no])
@@ -701,7 +688,7 @@ static void take_blocks(Work *w, JSAMPARRAY rows[3], int turn) {
         // A quarter turn's coefficient at (u, v) had the source's step at (v, u).
         UINT16 source[DCTSIZE2];
         for (int k = 0; k < DCTSIZE2; k++)
-            source[k] = from->quant_table->quantval[turn >= 5 ? (k % DCTSIZE) * DCTSIZE + k / DCTSIZE : k];
+            source[k] = from->quant_table->quantval[quarter ? (k % DCTSIZE) * DCTSIZE + k / DCTSIZE : k];
         if (!set_tables(w, ci, source, out->quant_tbl_ptrs[to->quant_tbl_no]->quantval)) narrow = 0;
         w->coef_stride[ci] = (size_t)from->width_in_blocks;
         total += w->coef_stride[ci] * (size_t)from->v_samp_factor;
@@ -767,7 +754,7 @@ static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
                 for (int k = 0; k < DCTSIZE; k++) out[k] = swap ? turned[k] : line + (size_t)k * stride;
                 w->idct[ci](in, c, coefs, out, swap ? 0 : (JDIMENSION)(b * DCTSIZE));
                 // A stored column is the line: its samples go across the line's rows.
-                if (swap) transpose8_into((const JSAMPLE(*)[DCTSIZE])turned, line + b * DCTSIZE, stride);
+                if (swap) transpose8_into(turned[0], line + b * DCTSIZE, stride);
             }
             w->line_of[ci] = block_line;
         }
@@ -788,12 +775,12 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     const int hs = in->comp_info[0].h_samp_factor, vs = in->comp_info[0].v_samp_factor;
     const int is420 = hs == 2 && vs == 2; // its chroma is already the store's
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
-    const int encode = job->quality > 0, swap = o >= 5;
+    const Turn turn = turn_of(o);
+    const int encode = job->quality > 0, swap = turn.quarter;
     // An upright 4:2:0 source (the job asks only for one in sRGB or untagged)
     // is taken as coded, and so is a turned one whose edges that turn to the
     // upright image's left and top are whole 16-pixel MCUs (so the turn keeps
     // the block grid): ItemPlan.turnKeepsBlocks.
-    const Turn turn = turn_of(o);
     const int keeps = !(turn.across_back && (swap ? H : W) % 16) && !(turn.lines_back && (swap ? W : H) % 16);
     const int blocks = job->blocks && is420 && keeps && encode;
     // The tap from the blocks' sums: no IDCT at all unless the store is encoded from pixels.
@@ -979,7 +966,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     struct jpeg_decompress_struct *in = &w->in;
     const int W = (int)in->image_width, H = (int)in->image_height;
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
-    const int encode = job->quality > 0, swap = o >= 5, whole = encode && o != 1;
+    const int encode = job->quality > 0, swap = turn_of(o).quarter, whole = encode && o != 1;
     const int UW = swap ? H : W, UH = swap ? W : H;
     const size_t row_bytes = (size_t)W * 3;
     enum { BAND = 16 };
