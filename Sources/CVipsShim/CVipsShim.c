@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <errno.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <gmodule.h>
@@ -106,40 +105,9 @@ static int has_property(VipsOperation *op, const char *name) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(op), name) != NULL;
 }
 
-// One spare buffer for sources' bytes. A worker reads one source an item, each
-// a fresh mapping (over malloc's mmap threshold) whose pages all fault in as
-// pread fills them. The buffer of the source freed last is kept and read into
-// again when the next fits it: the bench's 60 photos took 73-78 k page faults
-// instead of 93-107 k, and pread about 30 % fewer samples (about 0.5 % of a run's).
-// At most one is kept, of at most 32 MB, and it is given back (not kept beside
-// a new one) when the next source does not fit, so a worker's peak memory is
-// what it was: the spare only exists between items.
-#define SPARE_MAX ((size_t)32 << 20)
-static GMutex spare_lock;
-static unsigned char *spare = NULL;
-
-// A buffer of at least `size` bytes: the spare when it fits, else a new one.
-static unsigned char *take_buffer(size_t size) {
-    g_mutex_lock(&spare_lock);
-    unsigned char *kept = spare;
-    spare = NULL;
-    g_mutex_unlock(&spare_lock);
-    if (kept && malloc_usable_size(kept) >= size) return kept;
-    free(kept);
-    return malloc(size);
-}
-
 static int free_bytes(void *data, void *client) {
     (void)client;
-    if (malloc_usable_size(data) <= SPARE_MAX) {
-        g_mutex_lock(&spare_lock);
-        unsigned char *old = spare;
-        spare = data;
-        g_mutex_unlock(&spare_lock);
-        free(old);
-    } else {
-        free(data);
-    }
+    g_free(data);
     return 0;
 }
 
@@ -158,7 +126,7 @@ VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error) {
         *error = EFBIG;
         return NULL;
     }
-    unsigned char *data = take_buffer(size);
+    unsigned char *data = g_try_malloc(size);
     if (!data) {
         *error = ENOMEM;
         return NULL;
@@ -171,7 +139,7 @@ VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error) {
         done += (size_t)n;
     }
     if (done == 0) {
-        free_bytes(data, NULL);
+        g_free(data);
         *error = EIO;
         return NULL;
     }

@@ -120,26 +120,6 @@ struct FileDescriptorTests {
         #expect(try FileSystem.contents(of: folder + "/f").count == 5000)
         #expect(throws: Errno(rawValue: EFBIG)) { try FileSystem.contents(of: folder + "/f", limit: 10) }
     }
-
-    @Test("A source's bytes are its own, whichever buffer they are read into: larger, smaller, larger again")
-    func sourceBytesReuseTheirBuffer() throws {
-        try LibVips.start()
-        let folder = TestFolder.make("source-bytes")
-        // Over malloc's mmap threshold (128 KB), so each would be a fresh mapping; the
-        // second fits the first's buffer, the third does not fit the second's.
-        let sizes = [3 << 20, 200_000, 5 << 20, 5 << 20]
-        for (index, size) in sizes.enumerated() {
-            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7) }
-            try FileSystem.write(bytes, to: folder + "/s\(index)")
-            let source = try SourceBytes(path: folder + "/s\(index)")
-            #expect(source.count == size)
-            #expect(source.withUnsafeBytes { $0.elementsEqual(bytes) }, "source \(index) of \(size) bytes")
-        }
-        // Two alive at once never share a buffer.
-        let a = try SourceBytes(path: folder + "/s0"), b = try SourceBytes(path: folder + "/s1")
-        #expect(a.withUnsafeBytes { $0.baseAddress } != b.withUnsafeBytes { $0.baseAddress })
-        #expect(a.count == 3 << 20 && b.count == 200_000)
-    }
 }
 
 /// A fresh folder under the temporary folder.
