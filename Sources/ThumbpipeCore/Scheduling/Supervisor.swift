@@ -104,6 +104,9 @@ final class Supervisor: Sendable {
                         transient: true)))
         }
         if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
+        // The worker first: its start-up (some 40 ms) runs while the source is
+        // opened and hashed here (a few ms for a camera photo), not after.
+        _ = try worker(for: slot)
         let source: OpenedSource
         do {
             source = try OpenedSource(job.source, limits: check.settings.limits, hash: job.hashSource)
