@@ -104,8 +104,8 @@ final class Supervisor: Sendable {
                         transient: true)))
         }
         if cancelled.load(ordering: .relaxed) { throw RunCancelled(signal: 0) }
-        // The worker first: its start-up (some 40 ms) runs while the source is
-        // opened and hashed here (a few ms for a camera photo), not after.
+        // The worker first: its start-up (the dynamic loader, the sandbox, its
+        // modules) runs while the source is opened and hashed here, not after.
         _ = try worker(for: slot)
         let source: OpenedSource
         do {
