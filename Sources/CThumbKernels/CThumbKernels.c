@@ -653,27 +653,45 @@ int CThumbKernels_tap_resample(CThumbKernelsTap *tap, float *out) {
 // value to linear light, one 3×3 matrix (source colorants to sRGB's, both in
 // the D50 PCS), and one table from linear light (in CTHUMBKERNELS_SHAPER_STEPS
 // steps) back to 8-bit sRGB.
+//
+// In integers, as lcms's own 8-bit matrix-shaper transforms are (its
+// OptimizeMatrixShaper): linear light as 15 bits (0…32767), the matrix in
+// fixed point, their products summed and shifted into an index of `encode`.
+// Integers make the AVX-512 loop and the portable one give the same bytes on
+// every machine, and 16-bit factors let AVX-512 look up and multiply 64
+// pixels at a time: 1.1 ns a pixel against 1.8 for the portable loop (a
+// standalone copy, 16.7 M pixels, best of 4 passes).
 // Four 32-bit lanes: the three output channels' terms of one input value (and a zero).
 typedef gint32 ShaperTerms __attribute__((vector_size(16)));
 
 struct CThumbKernelsShaper {
-    // terms[in][v][out]: matrix[out][in] × linear[in][v], scaled so that the sum
-    // of an output's three terms >> 8 is an index into `encode`. Laid out by input
-    // value, so a pixel's three outputs are three vector loads and two adds.
+    // terms[in][v][out]: matrix[out][in] × linear[in][v] as integers (exact
+    // products), so a pixel's three sums are three vector loads and two adds.
     ShaperTerms terms[3][256];
+    // Half of `1 << shift` (rounding) in every lane, and the shift that turns a
+    // sum of terms into an index of `encode`.
+    ShaperTerms bias;
+    int shift;
+    // The same factors for the AVX-512 loop: linear light's low and high bytes
+    // per channel, and per output (matrix[out][0], matrix[out][1]) and
+    // (matrix[out][2], the rounding) as pairs of 16-bit values.
+    guint8 linear_low[3][256], linear_high[3][256];
+    guint32 pairs[3][2];
+    // Byte permutations: a plane's bytes out of 64 packed pixels (first from
+    // the first 128 bytes, then from the last 64), and low and high bytes into words.
+    guint8 planes[3][2][64], words[2][64];
     guint8 encode[CTHUMBKERNELS_SHAPER_STEPS];
 };
 typedef struct CThumbKernelsShaper Shaper;
 
-
 // The `encode` indices of one pixel's three outputs, in the vector's first lanes:
-// the three terms summed, rounded (8 fraction bits) and clipped to the table
-// (out of sRGB's gamut: clipped per channel, as lcms does).
+// the three terms summed, rounded and clipped to the table (out of sRGB's gamut:
+// clipped per channel, as lcms does).
 static inline ShaperTerms shaper_index(const Shaper *s, unsigned r, unsigned g, unsigned b) {
-    const ShaperTerms bias = {128, 128, 128, 128}, low = {0, 0, 0, 0};
+    const ShaperTerms low = {0, 0, 0, 0};
     const ShaperTerms high = {CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1,
                               CTHUMBKERNELS_SHAPER_STEPS - 1, CTHUMBKERNELS_SHAPER_STEPS - 1};
-    const ShaperTerms index = (s->terms[0][r] + s->terms[1][g] + s->terms[2][b] + bias) >> 8;
+    const ShaperTerms index = (s->terms[0][r] + s->terms[1][g] + s->terms[2][b] + s->bias) >> s->shift;
     return __builtin_elementwise_min(__builtin_elementwise_max(index, low), high);
 }
 
@@ -691,47 +709,11 @@ static void shaper_row(const Shaper *s, const VipsPel *p, VipsPel *q, size_t cou
     }
 }
 
-static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
-    (void)a; (void)stop;
-    VipsRegion *in = (VipsRegion *)seq;
-    const Shaper *s = (const Shaper *)b;
-    const VipsRect *r = &out->valid;
-    if (vips_region_prepare(in, r)) return -1;
-    for (int y = r->top; y < r->top + r->height; y++)
-        shaper_row(s, VIPS_REGION_ADDR(in, r->left, y), VIPS_REGION_ADDR(out, r->left, y), (size_t)r->width,
-                   out->im->Bands);
-    return 0;
-}
-
-CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode) {
-    // A term is at most |entry| × 16383 × 256: three of them stay far inside
-    // 32 bits for entries up to ±10 (real colorants give ±2 at most).
-    for (int i = 0; i < 9; i++)
-        if (!(fabsf(matrix[i]) <= 10.0f)) return NULL;
-    Shaper *shaper = g_new(Shaper, 1);
-    for (int o = 0; o < 3; o++)
-        for (int c = 0; c < 3; c++)
-            for (int v = 0; v < 256; v++) {
-                // Linear light is 0…1: a table outside it (a crafted curve) is clamped here,
-                // whatever the caller did, so the three terms cannot overflow 32 bits.
-                float l = linear[c * 256 + v];
-                l = isnan(l) ? 0.0f : fminf(fmaxf(l, 0.0f), 1.0f);
-                shaper->terms[c][v][o] =
-                    (gint32)lrint((double)matrix[o * 3 + c] * l * (CTHUMBKERNELS_SHAPER_STEPS - 1) * 256.0);
-            }
-    for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 256; v++) shaper->terms[c][v][3] = 0;
-    memcpy(shaper->encode, encode, sizeof shaper->encode);
-    return shaper;
-}
-
-void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
-
-// The same as shaper_row on 3-band pixels, 4 at a time (12 bytes read as three
-// words, written as three): four pixels' lookups in flight at once instead of one
-// pixel's loads and stores after another's (about 10 % faster on a 21 Mpx photo's
-// pixels, in a standalone copy of both loops).
-static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
+// The same as shaper_row on 3-band pixels in place, 4 at a time (12 bytes read
+// as three words, written as three): four pixels' lookups in flight at once
+// instead of one pixel's loads and stores after another's (about 10 % faster on
+// a 21 Mpx photo's pixels, in a standalone copy of both loops).
+static void shaper_row3_portable(const Shaper *s, unsigned char *p, size_t count) {
     const guint8 *restrict encode = s->encode;
     size_t x = 0;
     for (; x + 4 <= count; x += 4, p += 12) {
@@ -753,8 +735,170 @@ static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
     shaper_row(s, p, p, count - x, 3);
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define SHAPER_AVX512 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+// A 256-entry byte table at `table` looked up for 64 indices: two 128-byte
+// permutes, the index's top bit choosing between them.
+SHAPER_AVX512 static inline __m512i shaper_lookup(const guint8 *table, __m512i index, __mmask64 top) {
+    const __m512i low = _mm512_permutex2var_epi8(_mm512_loadu_si512(table), index, _mm512_loadu_si512(table + 64));
+    const __m512i high =
+        _mm512_permutex2var_epi8(_mm512_loadu_si512(table + 128), index, _mm512_loadu_si512(table + 192));
+    return _mm512_mask_blend_epi8(top, low, high);
+}
+
+// shaper_row3_portable's sums, 64 pixels at a time: the planes pulled out of
+// 192 packed bytes, linear light looked up as bytes, the matrix as pairs of
+// 16-bit products (vpmaddwd); only `encode` is read a byte at a time.
+SHAPER_AVX512 static void shaper_row3_avx512(const Shaper *s, unsigned char *p, size_t count) {
+    const __mmask64 second[3] = {0xfffff80000000000ull, 0xfffff80000000000ull, 0xfffffc0000000000ull};
+    const __m512i one = _mm512_set1_epi16(1), high = _mm512_set1_epi16(CTHUMBKERNELS_SHAPER_STEPS - 1);
+    const __m128i shift = _mm_cvtsi32_si128(s->shift);
+    __m512i pairs[3][2];
+    for (int o = 0; o < 3; o++)
+        for (int k = 0; k < 2; k++) pairs[o][k] = _mm512_set1_epi32((int)s->pairs[o][k]);
+    const guint8 *restrict encode = s->encode;
+    guint16 index[3][64] __attribute__((aligned(64)));
+    size_t x = 0;
+    for (; x + 64 <= count; x += 64, p += 192) {
+        const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64), c = _mm512_loadu_si512(p + 128);
+        __m512i linear[3][2];
+        for (int ch = 0; ch < 3; ch++) {
+            const __m512i plane = _mm512_mask_permutexvar_epi8(
+                _mm512_permutex2var_epi8(a, _mm512_loadu_si512(s->planes[ch][0]), b), second[ch],
+                _mm512_loadu_si512(s->planes[ch][1]), c);
+            const __mmask64 top = _mm512_movepi8_mask(plane);
+            const __m512i low = shaper_lookup(s->linear_low[ch], plane, top);
+            const __m512i high_bytes = shaper_lookup(s->linear_high[ch], plane, top);
+            linear[ch][0] = _mm512_permutex2var_epi8(low, _mm512_loadu_si512(s->words[0]), high_bytes);
+            linear[ch][1] = _mm512_permutex2var_epi8(low, _mm512_loadu_si512(s->words[1]), high_bytes);
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m512i rg0 = _mm512_unpacklo_epi16(linear[0][h], linear[1][h]);
+            const __m512i rg1 = _mm512_unpackhi_epi16(linear[0][h], linear[1][h]);
+            const __m512i b0 = _mm512_unpacklo_epi16(linear[2][h], one);
+            const __m512i b1 = _mm512_unpackhi_epi16(linear[2][h], one);
+            for (int o = 0; o < 3; o++) {
+                const __m512i sum0 = _mm512_sra_epi32(
+                    _mm512_add_epi32(_mm512_madd_epi16(rg0, pairs[o][0]), _mm512_madd_epi16(b0, pairs[o][1])), shift);
+                const __m512i sum1 = _mm512_sra_epi32(
+                    _mm512_add_epi32(_mm512_madd_epi16(rg1, pairs[o][0]), _mm512_madd_epi16(b1, pairs[o][1])), shift);
+                // Below 0 saturates to 0 in the pack; above the table, to its last step.
+                _mm512_store_si512(index[o] + 32 * h, _mm512_min_epu16(_mm512_packus_epi32(sum0, sum1), high));
+            }
+        }
+        unsigned char *q = p;
+        for (int i = 0; i < 64; i += 4, q += 12) {
+            const guint32 w0 = (guint32)encode[index[0][i]] | (guint32)encode[index[1][i]] << 8 |
+                               (guint32)encode[index[2][i]] << 16 | (guint32)encode[index[0][i + 1]] << 24;
+            const guint32 w1 = (guint32)encode[index[1][i + 1]] | (guint32)encode[index[2][i + 1]] << 8 |
+                               (guint32)encode[index[0][i + 2]] << 16 | (guint32)encode[index[1][i + 2]] << 24;
+            const guint32 w2 = (guint32)encode[index[2][i + 2]] | (guint32)encode[index[0][i + 3]] << 8 |
+                               (guint32)encode[index[1][i + 3]] << 16 | (guint32)encode[index[2][i + 3]] << 24;
+            memcpy(q, &w0, 4);
+            memcpy(q + 4, &w1, 4);
+            memcpy(q + 8, &w2, 4);
+        }
+    }
+    shaper_row3_portable(s, p, count - x);
+}
+#endif
+
+// 3-band pixels in place: AVX-512 (with its byte permutes, VBMI) where the CPU
+// has it, the portable loop elsewhere; the same bytes either way.
+static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw")) {
+        shaper_row3_avx512(s, p, count);
+        return;
+    }
+#endif
+    shaper_row3_portable(s, p, count);
+}
+
+static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolean *stop) {
+    (void)a; (void)stop;
+    VipsRegion *in = (VipsRegion *)seq;
+    const Shaper *s = (const Shaper *)b;
+    const VipsRect *r = &out->valid;
+    if (vips_region_prepare(in, r)) return -1;
+    for (int y = r->top; y < r->top + r->height; y++) {
+        VipsPel *from = VIPS_REGION_ADDR(in, r->left, y), *to = VIPS_REGION_ADDR(out, r->left, y);
+        if (out->im->Bands == 3) {
+            memcpy(to, from, (size_t)r->width * 3);
+            shaper_row3(s, to, (size_t)r->width);
+        } else {
+            shaper_row(s, from, to, (size_t)r->width, out->im->Bands);
+        }
+    }
+    return 0;
+}
+
+CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode) {
+    for (int i = 0; i < 9; i++)
+        if (!(fabsf(matrix[i]) <= 10.0f)) return NULL;
+    // The widest shift (the most fraction bits) at which every factor fits 16
+    // signed bits and each output's sum of products, rounding included, fits
+    // 32: 15 for real colorants (entries within ±2), down to 12 for entries of ±10.
+    // Linear light is 15 bits: a factor m becomes m × 2^shift × 16383 / 32767, so
+    // that the largest product >> shift is the table's last step.
+    const double scale = (double)(CTHUMBKERNELS_SHAPER_STEPS - 1) / 32767.0;
+    gint32 factors[9];
+    int shift = 15;
+    for (;; shift--) {
+        gboolean fits = TRUE;
+        for (int o = 0; o < 3; o++) {
+            gint64 row = 0;
+            for (int c = 0; c < 3; c++) {
+                factors[o * 3 + c] = (gint32)lrint(matrix[o * 3 + c] * scale * (double)(1 << shift));
+                if (abs(factors[o * 3 + c]) > 32767) fits = FALSE;
+                row += abs(factors[o * 3 + c]);
+            }
+            if (row * 32767 + (1 << (shift - 1)) > G_MAXINT32) fits = FALSE;
+        }
+        if (fits) break;
+        if (shift == 12) return NULL;
+    }
+    Shaper *shaper = g_new0(Shaper, 1);
+    shaper->shift = shift;
+    const gint32 half = 1 << (shift - 1);
+    shaper->bias = (ShaperTerms){half, half, half, half};
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++) {
+            // Linear light is 0…1: a table outside it (a crafted curve) is clamped here,
+            // whatever the caller did.
+            float l = linear[c * 256 + v];
+            l = isnan(l) ? 0.0f : fminf(fmaxf(l, 0.0f), 1.0f);
+            const gint32 light = (gint32)lrintf(l * 32767.0f);
+            shaper->linear_low[c][v] = (guint8)(light & 255);
+            shaper->linear_high[c][v] = (guint8)(light >> 8);
+            for (int o = 0; o < 3; o++) shaper->terms[c][v][o] = factors[o * 3 + c] * light;
+        }
+    for (int o = 0; o < 3; o++) {
+        shaper->pairs[o][0] = (guint16)factors[o * 3] | (guint32)(guint16)factors[o * 3 + 1] << 16;
+        shaper->pairs[o][1] = (guint16)factors[o * 3 + 2] | (guint32)(guint16)half << 16;
+    }
+    for (int i = 0; i < 64; i++) {
+        for (int c = 0; c < 3; c++) {
+            shaper->planes[c][0][i] = (guint8)((3 * i + c) & 127);
+            shaper->planes[c][1][i] = (guint8)((3 * i + c - 128) & 63);
+        }
+        shaper->words[0][i] = (guint8)((i & 1 ? 64 : 0) + i / 2);
+        shaper->words[1][i] = (guint8)((i & 1 ? 64 : 0) + 32 + i / 2);
+    }
+    memcpy(shaper->encode, encode, sizeof shaper->encode);
+    return shaper;
+}
+
+void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper) { g_free(shaper); }
+
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *s, unsigned char *rgb, size_t count) {
     shaper_row3(s, rgb, count);
+}
+
+void CThumbKernels_shaper_rgb_portable(const CThumbKernelsShaper *s, unsigned char *rgb, size_t count) {
+    shaper_row3_portable(s, rgb, count);
 }
 
 int CThumbKernels_shaper_to_srgb(VipsImage *in, VipsImage **out, const float *linear, const float *matrix,

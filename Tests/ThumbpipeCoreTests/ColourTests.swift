@@ -125,6 +125,52 @@ extension ColourTests {
         #expect(differing == 0, "\(differing) samples differ from the libvips path's tables")
     }
 
+    /// The AVX-512 loop (where this CPU has it; the portable one elsewhere) and
+    /// the portable loop give the same bytes for every colour, in rows of every
+    /// length mod 64, at every fixed-point shift a matrix can take (its largest
+    /// entry 1.2 for 15 bits, 2.5 for 14, 5 for 13, 9 and 10 for 12), out-of-gamut sums clipped at both ends.
+    @Test(arguments: [1.2, 2.5, 5, 9, 10] as [Float])
+    func vectorLoopIsThePortableOne(_ largest: Float) throws {
+        let linear = (0..<3).flatMap { c in (0..<256).map { Float(pow(Double($0) / 255, 2.0 + 0.2 * Double(c))) } }
+        let rest = (largest - 1) / 2
+        let matrix: [Float] = [largest, -rest, -rest, -rest, largest, 1 - largest, 0.1, -rest, largest]
+        let steps = Int(CTHUMBKERNELS_SHAPER_STEPS)
+        let encode = (0..<steps).map { UInt8((Double($0) / Double(steps - 1) * 255).rounded()) }
+        let shaper = try #require(CThumbKernels_shaper_new(linear, matrix, encode))
+        defer { CThumbKernels_shaper_free(shaper) }
+        let pixels = 1 << 24
+        // Every colour once, through pointers (the tests are built unoptimized).
+        var vector = [UInt8](unsafeUninitializedCapacity: pixels * 3) { buffer, count in
+            let p = buffer.baseAddress!
+            for i in 0..<pixels {
+                p[i * 3] = UInt8(i & 255)
+                p[i * 3 + 1] = UInt8(i >> 8 & 255)
+                p[i * 3 + 2] = UInt8(i >> 16)
+            }
+            count = buffer.count
+        }
+        var portable = vector
+        vector.withUnsafeMutableBufferPointer { v in
+            portable.withUnsafeMutableBufferPointer { q in
+                var at = 0, length = 4033
+                while at < pixels {
+                    let n = min(length, pixels - at)
+                    CThumbKernels_shaper_rgb(shaper, v.baseAddress! + at * 3, n)
+                    CThumbKernels_shaper_rgb_portable(shaper, q.baseAddress! + at * 3, n)
+                    at += n
+                    length = length == 4096 ? 4033 : length + 1
+                }
+            }
+        }
+        let same = vector.withUnsafeBytes { v in
+            portable.withUnsafeBytes { memcmp(v.baseAddress!, $0.baseAddress!, v.count) }
+        }
+        #expect(same == 0, "largest entry \(largest): the two loops differ")
+        // The sums reach past both ends of the table, so the clipping is exercised.
+        let extremes = portable.withUnsafeBufferPointer { q in (q.min()!, q.max()!) }
+        #expect(extremes == (0, 255))
+    }
+
     /// Profiles lcms applies through lookup tables (here jpegli's XYB one), and
     /// anything not RGB, stay with lcms.
     @Test func lookupTableProfilesStayWithLcms() throws {

@@ -100,6 +100,10 @@ void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper);
 /// as CThumbKernels_shaper_to_srgb converts them.
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);
 
+/// CThumbKernels_shaper_rgb without vector instructions (what a CPU without
+/// AVX-512 runs), for tests that compare the two.
+void CThumbKernels_shaper_rgb_portable(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);
+
 /// A counter of nanoseconds that pipeline timers add to. The caller owns one reference.
 typedef struct CThumbKernelsClock CThumbKernelsClock;
 
