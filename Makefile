@@ -53,6 +53,10 @@ deps:
 	  echo "make: installing zlib1g-dev (pkg-config cannot find zlib)"; \
 	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zlib1g-dev; \
 	fi
+	@if ! pkg-config --exists libdeflate; then \
+	  echo "make: installing libdeflate-dev (pkg-config cannot find libdeflate)"; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libdeflate-dev; \
+	fi
 	@# The plane path's test reads its store files back with libjpeg-turbo's djpeg.
 	@command -v djpeg >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libjpeg-turbo-progs; }
 	@if ! pkg-config --exists libseccomp; then \

@@ -49,6 +49,12 @@ let cLibraries: [Target] = [
         pkgConfig: "zlib",
         providers: [.apt(["zlib1g-dev"])]
     ),
+    // libdeflate, for the thumbnails' PNG image data (Debian: libdeflate-dev).
+    .systemLibrary(
+        name: "CDeflate",
+        pkgConfig: "libdeflate",
+        providers: [.apt(["libdeflate-dev"])]
+    ),
     // libseccomp, for the worker's system-call filter (Debian: libseccomp-dev).
     .systemLibrary(
         name: "CSeccomp",
@@ -89,7 +95,7 @@ let products: [Target] = [
         name: "ThumbpipeCore",
         dependencies: [
             "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox", "CFontconfig",
-            "CSystem", "CZlib",
+            "CSystem", "CZlib", "CDeflate",
         ]
     ),
     .executableTarget(

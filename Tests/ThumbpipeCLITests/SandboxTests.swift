@@ -395,7 +395,7 @@ struct SandboxTests {
     }
 
     @Test(
-        "A run's parent maps no libvips module (it decodes nothing, only encodes PNGs); its workers map the ones their formats need"
+        "A run's parent maps no libvips module, even once libvips has started there (a thumbnail past 1 Mpx is encoded by it); its workers map the ones their formats need"
     )
     func parentLoadsNoModule() throws {
         let (folder, manifest) = try photoCollection(
@@ -404,7 +404,12 @@ struct SandboxTests {
         let marker = folder + "/marker/m"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.executable)
-        process.arguments = ["run", manifest, "-o", folder + "/out", "-q", "-j", "1"]
+        // 600 × 600 points at scale 2: 1.44 Mpx thumbnails, past PNGEncode.wholeBufferPixels, so the
+        // parent encodes them through libvips (a 40-point one it encodes without starting libvips).
+        process.arguments = [
+            "run", manifest, "-o", folder + "/out", "-q", "-j", "1", "--set", "thumbnail.width=600", "--set",
+            "thumbnail.height=600",
+        ]
         process.environment = ProcessInfo.processInfo.environment.merging(
             ["THUMBPIPE_FAULT": "pause:slow.jpg", "THUMBPIPE_FAULT_MARKER": marker]) { $1 }
         process.standardError = FileHandle.nullDevice

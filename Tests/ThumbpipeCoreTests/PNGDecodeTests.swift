@@ -63,4 +63,44 @@ struct PNGDecodeTests {
         #expect(try PNGDecode.rgba(try PNGEncode().apply(buffer)) == buffer)
         #expect(try PNGDecode.rgba(try PNGEncode(compression: 0).apply(buffer)) == buffer)
     }
+
+    /// Pixels that exercise the "up" filter's wrap-around (every sample value,
+    /// rows differing both ways), alpha included.
+    static func pattern(width: Int, height: Int) -> RGBABuffer {
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        for i in pixels.indices { pixels[i] = UInt8(truncatingIfNeeded: (i * 37) ^ (i >> 5) ^ (i / (width * 4)) * 91) }
+        return RGBABuffer(width: width, height: height, pixels: pixels)
+    }
+
+    @Test(
+        "thumbpipe's PNGs read back as their pixels in libvips too (an independent reader), at every size and level",
+        arguments: [(1, 1), (80, 80), (3, 17), (257, 5)] as [(Int, Int)], [0, 1, 6, 9] as [Int32])
+    func encodedReadsBackInLibvips(_ size: (Int, Int), _ compression: Int32) throws {
+        let buffer = Self.pattern(width: size.0, height: size.1)
+        let png = try PNGEncode(compression: compression).apply(buffer)
+        let decoded = try DecodedTestImage.load(png: png)
+        #expect(decoded.width == size.0 && decoded.height == size.1 && decoded.bands == 4)
+        #expect(decoded.pixels == buffer.pixels, "\(size), level \(compression)")
+        #expect(try PNGDecode.rgba(png) == buffer)
+        // No metadata: the signature, IHDR, one IDAT and IEND, so the same pixels give the same bytes.
+        var chunks: [String] = []
+        var at = 8
+        while at + 8 <= png.count {
+            let length = png[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            chunks.append(String(decoding: png[at + 4..<at + 8], as: UTF8.self))
+            at += 12 + length
+        }
+        #expect(chunks == ["IHDR", "IDAT", "IEND"] && at == png.count, "\(chunks)")
+        #expect(try PNGEncode(compression: compression).apply(buffer) == png)
+    }
+
+    @Test("An image past the whole-buffer limit goes to libvips, and reads back the same")
+    func largeImageStreams() throws {
+        let side = 1025  // 1025 × 1025 > 1 M pixels
+        #expect(side * side > PNGEncode.wholeBufferPixels)
+        let buffer = Self.pattern(width: side, height: side)
+        let png = try PNGEncode().apply(buffer)
+        #expect(try DecodedTestImage.load(png: png).pixels == buffer.pixels)
+        #expect(throws: ItemFailure.self) { try PNGEncode().apply(RGBABuffer(width: 0, height: 5, pixels: [])) }
+    }
 }

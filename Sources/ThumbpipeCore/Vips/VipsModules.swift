@@ -40,7 +40,7 @@ enum VipsModules {
     /// Makes this process load no module when libvips starts, as a worker's
     /// environment does for the modules its formats do not need: for a run's
     /// parent, which decodes nothing (its workers do) and uses libvips only to
-    /// encode PNG thumbnails. Loading all five (ImageMagick, poppler, OpenSlide,
+    /// encode thumbnails past 1 Mpx as PNG (``PNGEncode``). Loading all five (ImageMagick, poppler, OpenSlide,
     /// libjxl, libheif) cost the parent about 30 ms of CPU, on the cores its
     /// workers use: a one-photo run's parent took 0.12–0.13 s of CPU with them
     /// and 0.09–0.10 s without (medians of 7 runs, twice). Call it before
