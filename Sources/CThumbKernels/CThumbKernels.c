@@ -752,6 +752,8 @@ SHAPER_AVX512 static inline __m512i shaper_lookup(const guint8 *table, __m512i i
 // 192 packed bytes, linear light looked up as bytes, the matrix as pairs of
 // 16-bit products (vpmaddwd); only `encode` is read a byte at a time.
 SHAPER_AVX512 static void shaper_row3_avx512(const Shaper *s, unsigned char *p, size_t count) {
+    // Per channel, the pixels (lanes) whose byte lies in the last 64 of the 192: from 43 on
+    // for red and green (3 × 43 ≥ 128), from 42 on for blue (3 × 42 + 2 ≥ 128).
     const __mmask64 second[3] = {0xfffff80000000000ull, 0xfffff80000000000ull, 0xfffffc0000000000ull};
     const __m512i one = _mm512_set1_epi16(1), high = _mm512_set1_epi16(CTHUMBKERNELS_SHAPER_STEPS - 1);
     const __m128i shift = _mm_cvtsi32_si128(s->shift);
