@@ -7,6 +7,9 @@ final class WorkerProcess: Sendable {
     /// When it was spawned (monotonic nanoseconds).
     let spawnedAt = Spans.now
     private let control: FileDescriptor
+    /// Signalled when the relay has read the output pipe to its end and written
+    /// the last of it (the count of bytes not shown included).
+    private let relayed = DispatchSemaphore(value: 0)
 
     /// The most a worker's stdout and stderr may say in all; the rest is counted, not shown.
     static let diagnosticsLimit = 64 << 10
@@ -64,14 +67,14 @@ final class WorkerProcess: Sendable {
         }
         pid = child
         control = pair.parent
-        Self.relay(output.read, pid: child)
+        Self.relay(output.read, pid: child, done: relayed)
         try WorkerProtocol.send(hello, to: control)
     }
 
     /// Relays what a worker prints (libraries' messages; a hostile worker's
     /// anything) to stderr on a thread of its own: one line at a time, prefixed,
     /// control characters escaped, at most ``diagnosticsLimit`` bytes in all.
-    private static func relay(_ output: FileDescriptor, pid: pid_t) {
+    private static func relay(_ output: FileDescriptor, pid: pid_t, done: DispatchSemaphore) {
         let thread = Thread {
             var shown = 0
             var dropped = 0
@@ -102,6 +105,7 @@ final class WorkerProcess: Sendable {
                 try? FileDescriptor.standardError.write(
                     "thumbpipe: worker \(pid): \(dropped) more bytes of its output not shown\n")
             }
+            done.signal()
         }
         thread.name = "thumbpipe-worker-output"
         thread.start()
@@ -125,10 +129,15 @@ final class WorkerProcess: Sendable {
     func kill() { _ = Foundation.kill(pid, SIGKILL) }
 
     /// Waits for the process to end and says how: nil for a clean exit,
-    /// otherwise a few words (`SIGSEGV`, `exit status 70`).
+    /// otherwise a few words (`SIGSEGV`, `exit status 70`). Then gives the relay
+    /// up to a second to write the rest of what the worker printed, so a run does
+    /// not end (and its process exit) with the tail of it, or the count of what
+    /// was not shown, still unwritten; a descendant that keeps the pipe open
+    /// costs that second, not a hang.
     func reap() -> String? {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = relayed.wait(timeout: .now() + 1)
         let signal = status & 0x7F
         if signal != 0 { return Self.signalName(signal) }
         let code = (status >> 8) & 0xFF
