@@ -89,15 +89,21 @@ public struct PNGEncode: Sendable {
         bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 
-    /// Appends a chunk: its length, type, data and the CRC-32 of type and data.
+    /// Appends a chunk: its length, type, data and the CRC-32 of type and data
+    /// (the data written once, straight into `png`, its CRC run on from the type's).
     private static func chunk(_ type: String, _ data: [UInt8], to png: inout Data) {
-        var bytes = [UInt8]()
-        append(UInt32(data.count), to: &bytes)
-        let typed = Array(type.utf8) + data
-        bytes += typed
-        let crc = typed.withUnsafeBytes { UInt32(libdeflate_crc32(0, $0.baseAddress, $0.count)) }
-        append(crc, to: &bytes)
-        png.append(contentsOf: bytes)
+        var head = [UInt8]()
+        append(UInt32(data.count), to: &head)
+        let name = Array(type.utf8)
+        head += name
+        // libdeflate_crc32 answers 0 for a NULL buffer, which an empty array may give: IEND's data is skipped.
+        var crc = name.withUnsafeBytes { libdeflate_crc32(0, $0.baseAddress, $0.count) }
+        if !data.isEmpty { crc = data.withUnsafeBytes { libdeflate_crc32(crc, $0.baseAddress, $0.count) } }
+        var tail = [UInt8]()
+        append(UInt32(crc), to: &tail)
+        png.append(contentsOf: head)
+        png.append(contentsOf: data)
+        png.append(contentsOf: tail)
     }
 
     /// `input` as a zlib stream, by libdeflate at `level`. A compressor is made
