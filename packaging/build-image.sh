@@ -37,9 +37,20 @@ fi
 CONTEXT=.build/image
 rm -rf "$CONTEXT" && mkdir -p "$CONTEXT"
 cp "$DEB" "$CONTEXT/"
+# The image this build replaces under $IMAGE, removed once the new one has the
+# name: every rebuild (each `make test`) would otherwise leave a 0.5 GB untagged
+# image behind in vfs storage until the disk fills.
+previous=$(buildah "${B[@]}" inspect --type image --format '{{.FromImageID}}' "$IMAGE" 2>/dev/null || true)
 buildah "${B[@]}" build --quiet --isolation chroot --pull=never --layers=false \
     --build-arg BASE="localhost/$BASE" --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
     --build-arg DEB="$(basename "$DEB")" -f Containerfile -t "$IMAGE" "$CONTEXT" >/dev/null
+current=$(buildah "${B[@]}" inspect --type image --format '{{.FromImageID}}' "$IMAGE")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+    # Only when nothing else names it: an image the user tagged stays.
+    names=$(buildah "${B[@]}" images --noheading --no-trunc --format '{{.ID}} {{.Name}}' 2>/dev/null |
+        awk -v id="$previous" '$1 ~ id && $2 != "<none>"' || true)
+    [ -n "$names" ] || buildah "${B[@]}" rmi "$previous" >/dev/null 2>&1 || true
+fi
 OCI=.build/thumbpipe-$VERSION.oci.tar
 rm -f "$OCI"
 buildah "${B[@]}" push --quiet "$IMAGE" "oci-archive:$OCI:$IMAGE"

@@ -122,6 +122,11 @@ assert config.get("User") not in (None, "", "0", "root", "0:0"), config.get("Use
 assert labels.get("org.opencontainers.image.version") == version, labels
 assert labels.get("org.opencontainers.image.revision") not in (None, "", "unknown"), labels
 PY
+# A rebuild replaces the image under its name and leaves no untagged copy behind
+# (each is half a gigabyte in vfs storage; a CI run once failed on a full disk).
+orphans=$(buildah "${B[@]}" images --noheading --no-trunc \
+    --filter "label=org.opencontainers.image.title=thumbpipe" --format '{{.ID}} {{.Name}}' | grep -c ' <none>' || true)
+[ "$orphans" = 0 ] || fail "$orphans untagged thumbpipe images left by earlier builds (build-image.sh removes the one it replaces)"
 mkdir -p "$WORK/container-out"
 chmod 0777 "$WORK/container-out"
 ctr=$(buildah "${B[@]}" from --pull=never "$IMAGE")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbpipeTestSupport
 
 @testable import ThumbpipeCore
 
@@ -7,7 +8,7 @@ import Testing
 struct FileDescriptorTests {
     @Test("A rename that must not replace: done when the name is free, EEXIST (and nothing touched) when it is not")
     func renameNoReplace() throws {
-        let folder = TestFolder.make("rename")
+        let folder = TestPaths.temporaryFolder("rename")
         let a = folder + "/a", b = folder + "/b", c = folder + "/c"
         try FileSystem.write("A".utf8, to: a)
         try FileSystem.write("B".utf8, to: b)
@@ -26,7 +27,7 @@ struct FileDescriptorTests {
 
     @Test("Positioned writes and reads go through whole buffers; a closed descriptor throws EBADF")
     func positioned() throws {
-        let path = TestFolder.make("pwrite") + "/f"
+        let path = TestPaths.temporaryFolder("pwrite") + "/f"
         let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
         let bytes = [UInt8](repeating: 7, count: 1 << 20) + [1, 2, 3]
         try file.write(bytes, at: 10)
@@ -42,7 +43,7 @@ struct FileDescriptorTests {
 
     @Test("A descriptor closes itself when it goes, unless released")
     func ownership() throws {
-        let path = TestFolder.make("own") + "/f"
+        let path = TestPaths.temporaryFolder("own") + "/f"
         try FileSystem.write([1, 2, 3], to: path)
         var raw: Int32 = -1
         do {
@@ -86,7 +87,7 @@ struct FileDescriptorTests {
 
     @Test("Folders: made with their parents, listed by name bytes, emptied through a descriptor")
     func folders() throws {
-        let root = TestFolder.make("folders") + "/a/b/c"
+        let root = TestPaths.temporaryFolder("folders") + "/a/b/c"
         try FileSystem.createFolder(root, intermediate: true)
         try FileSystem.createFolder(root, intermediate: true)  // already there: no error
         #expect(throws: Errno.exists) { try FileSystem.createFolder(root) }
@@ -102,12 +103,12 @@ struct FileDescriptorTests {
         #expect(try folder.info(of: latin1).kind == .regular)
         try folder.remove(latin1)
         #expect(FileSystem.textNames(in: root) == ["x"])
-        #expect(OutputFolder.empty(TestFolder.make("folders-empty")) == 0)
+        #expect(OutputFolder.empty(TestPaths.temporaryFolder("folders-empty")) == 0)
     }
 
     @Test("Whole files: bounded, a FIFO refused without blocking, a pipe read to its end")
     func contents() throws {
-        let folder = TestFolder.make("contents")
+        let folder = TestPaths.temporaryFolder("contents")
         try FileSystem.write(Array(repeating: 9, count: 5000), to: folder + "/f")
         #expect(FileDescriptor.contents(ofRegularFile: folder + "/f", limit: 5000)?.count == 5000)
         #expect(FileDescriptor.contents(ofRegularFile: folder + "/f", limit: 4999) == nil)
@@ -119,14 +120,5 @@ struct FileDescriptorTests {
         #expect(try read.readToEnd() == Array("through a pipe".utf8))
         #expect(try FileSystem.contents(of: folder + "/f").count == 5000)
         #expect(throws: Errno(rawValue: EFBIG)) { try FileSystem.contents(of: folder + "/f", limit: 10) }
-    }
-}
-
-/// A fresh folder under the temporary folder.
-enum TestFolder {
-    static func make(_ label: String) -> String {
-        let path = NSTemporaryDirectory() + "thumbpipe-\(label)-\(UUID().uuidString)"
-        try? FileSystem.createFolder(path, intermediate: true)
-        return path
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbpipeTestSupport
 
 @testable import ThumbpipeCore
 
@@ -26,7 +27,7 @@ struct OutputLayoutTests {
 
     @Test("prepare makes the folder, .thumbpipe and work, takes the lock and records its pid")
     func prepare() throws {
-        let folder = OutputFolder(NSTemporaryDirectory() + "layout-\(getpid())-\(UUID().uuidString)/out")
+        let folder = OutputFolder(TestPaths.temporaryFolder("layout") + "/out")
         let lock = try folder.prepare()
         var isDirectory: ObjCBool = false
         #expect(

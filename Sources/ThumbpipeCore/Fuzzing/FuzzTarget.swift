@@ -123,7 +123,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let folder = NSTemporaryDirectory() + "thumbpipe-fuzz-\(getpid())"
         try? FileSystem.createFolder(folder, intermediate: true)
         let path = folder + "/items.archive"
-        defer { try? FileSystem.remove(path) }
+        defer {
+            try? FileSystem.remove(path)
+            rmdir(folder)
+        }
         do {
             let writer = try KeyedArchiveWriter(path: path, className: reader.className, itemCount: items.count)
             for item in items { try writer.append(item) }
