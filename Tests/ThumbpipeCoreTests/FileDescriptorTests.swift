@@ -103,6 +103,10 @@ struct FileDescriptorTests {
         #expect(try folder.info(of: latin1).kind == .regular)
         try folder.remove(latin1)
         #expect(FileSystem.textNames(in: root) == ["x"])
+        #expect(throws: Errno(rawValue: ENOTEMPTY)) { try FileSystem.removeFolder(root) }
+        try FileSystem.remove(root + "/x")
+        try FileSystem.removeFolder(root)
+        #expect(!FileSystem.exists(root))
         #expect(OutputFolder.empty(TestPaths.temporaryFolder("folders-empty")) == 0)
     }
 

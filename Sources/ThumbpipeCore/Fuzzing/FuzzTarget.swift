@@ -125,7 +125,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let path = folder + "/items.archive"
         defer {
             try? FileSystem.remove(path)
-            rmdir(folder)
+            try? FileSystem.removeFolder(folder)
         }
         do {
             let writer = try KeyedArchiveWriter(path: path, className: reader.className, itemCount: items.count)

@@ -11,6 +11,11 @@ public enum FileSystem {
         _ = try retryOnInterrupt { unlink(path) }
     }
 
+    /// Removes the empty folder at `path` (rmdir); ENOTEMPTY when something is in it.
+    public static func removeFolder(_ path: String) throws(Errno) {
+        _ = try retryOnInterrupt { rmdir(path) }
+    }
+
     /// Gives the file at `from` a second name, `to` (link); EEXIST when something is there.
     public static func link(_ from: String, to: String) throws(Errno) {
         _ = try retryOnInterrupt { Glibc.link(from, to) }
