@@ -144,7 +144,7 @@ let tests: [Target] = [
     ),
     .testTarget(
         name: "ThumbpipeCoreTests",
-        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport", "CVips", "CVipsShim", "CThumbKernels"]
+        dependencies: ["ThumbpipeCore", "ThumbpipeTestSupport", "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes"]
     ),
     .testTarget(
         name: "ThumbpipeCLITests",

@@ -241,9 +241,10 @@ static void gather_rows(const unsigned char *in, size_t stride, int w, int h, in
         column[i] = (size_t)(columns_back ? w - 1 - y : y) * (size_t)px;
     }
     int x = 0;
-    if (px == 1 && rows == 16 && row0 + 16 <= uh) {
-        // 16 × 16 tiles: 16 bytes of 16 stored rows, transposed in registers.
-        const size_t first = columns_back ? column[15] : column[0];
+    if (px == 1 && (rows == 16 || rows == 8) && row0 + rows <= uh) {
+        // 16 × 16 tiles: 16 bytes of 16 stored rows, transposed in registers (for
+        // a band of 8 rows, the first 8 bytes of each, as chroma's bands are).
+        const size_t first = columns_back ? column[rows - 1] : column[0];
         for (; x + 16 <= uw; x += 16) {
             Bytes16 r[16];
             for (int k = 0; k < 16; k++) {
@@ -253,10 +254,12 @@ static void gather_rows(const unsigned char *in, size_t stride, int w, int h, in
                 const int row = rows_down ? h - 1 - (x + k) : x + k;
                 r[k] = load16(in + (size_t)row * stride + first);
                 if (columns_back)
-                    r[k] = __builtin_shufflevector(r[k], r[k], 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+                    r[k] = rows == 16
+                               ? __builtin_shufflevector(r[k], r[k], 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+                               : __builtin_shufflevector(r[k], r[k], 7, 6, 5, 4, 3, 2, 1, 0, 8, 9, 10, 11, 12, 13, 14, 15);
             }
             transpose16(r);
-            for (int i = 0; i < 16; i++) memcpy(out[i] + x, &r[i], 16);
+            for (int i = 0; i < rows; i++) memcpy(out[i] + x, &r[i], 16);
         }
     }
     if (px == 3 && rows == 16 && row0 + 16 <= uh) {
@@ -363,6 +366,7 @@ typedef struct Work {
     unsigned char *lines[3];
     int line_of[3];
     size_t source_size; // the JPEG's bytes
+    unsigned char *ycc; // a converted, turned source held as the store's YCbCr (YccHold), one allocation
 } Work;
 
 static int refuse(char *error, size_t size, const char *why) {
@@ -980,24 +984,147 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
 
 // The converting path: RGB scanlines a band at a time, turned to sRGB in place,
 // tapped, and encoded from RGB (libjpeg's own YCbCr conversion and 4:2:0
-// downsampling, as libvips's encoder has them); a turned source is held whole.
+// downsampling, as libvips's encoder has them); a turned source is held whole:
+// as the store's own YCbCr (YccHold) when its sides are even, else as RGB.
+
+// libjpeg's RGB → YCbCr, as jccolor.c's rgb_ycc_convert computes it (and
+// libjpeg-turbo's SIMD, bit for bit): 16-bit fixed point, Cb and Cr rounded at
+// a half less one (so that they never reach 256).
+// Built twice, the loader picking the AVX2 copy where the CPU has it (twice as wide).
+#define YCC_FIX(x) ((int32_t)((x) * 65536.0 + 0.5))
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void ycc_row(const unsigned char *restrict rgb, int n, unsigned char *restrict y, unsigned char *restrict cb,
+                    unsigned char *restrict cr) {
+    const int32_t half = 1 << 15, offset = (128 << 16) + half - 1;
+    for (int x = 0; x < n; x++) {
+        const int32_t r = rgb[3 * x], g = rgb[3 * x + 1], b = rgb[3 * x + 2];
+        y[x] = (unsigned char)((YCC_FIX(0.29900) * r + YCC_FIX(0.58700) * g + YCC_FIX(0.11400) * b + half) >> 16);
+        cb[x] = (unsigned char)((-YCC_FIX(0.16874) * r - YCC_FIX(0.33126) * g + YCC_FIX(0.50000) * b + offset) >> 16);
+        cr[x] = (unsigned char)((YCC_FIX(0.50000) * r - YCC_FIX(0.41869) * g - YCC_FIX(0.08131) * b + offset) >> 16);
+    }
+}
+
+// A turned source with even sides, held until its decode ends as what libjpeg's
+// encoder would make of its upright RGB: luma, and 4:2:0 chroma, 1.5 bytes a
+// pixel instead of RGB's 3 (a 22 Mpx photo held in 33 MB, not 67). With even
+// sides a turn maps the stored 2 × 2 blocks onto the upright ones, so each
+// chroma sample is the same four pixels' (h2v2_downsample's (sum + bias) >> 2),
+// its bias (1, 2, 1, … across) taken from the upright column it lands in. The
+// one thing a 2 × 2 block cannot give is the encoder's padding past the
+// upright right edge (its last pixel repeated: pairs of it), so the stored line
+// that turns into the upright last column is kept pixel by pixel (`edge`).
+typedef struct {
+    Plane y, chroma[2];        // the stored frame: W × H luma, W/2 × H/2 Cb and Cr
+    unsigned char *edge[2];    // the upright last column's Cb and Cr, by position along its stored line
+    unsigned char *row[2];     // one stored row's Cb and Cr
+    uint16_t *sum[2];          // a chroma row's pair sums from its first stored row
+    Turn turn;
+    int W, H;
+} YccHold;
+
+// The stored rows [r, r + n) of converted RGB `rows` into the hold (built twice, as ycc_row).
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void ycc_hold_rows(YccHold *h, JSAMPROW *rows, int r, int n) {
+    const Turn t = h->turn;
+    const int cw = h->W / 2;
+    // The upright column a chroma sample lands in: a quarter turn's is its stored row's.
+    const int flip = t.across_back ? cw - 1 : 0, edge_row = t.across_back ? 0 : h->H - 1;
+    const int edge_column = t.across_back ? 0 : h->W - 1;
+    for (int i = 0; i < n; i++) {
+        const int sy = r + i;
+        ycc_row(rows[i], h->W, h->y.p + (size_t)sy * (size_t)h->y.stride, h->row[0], h->row[1]);
+        for (int c = 0; c < 2; c++) {
+            const unsigned char *v = h->row[c];
+            uint16_t *restrict sum = h->sum[c];
+            if (sy % 2 == 0) {
+                for (int j = 0; j < cw; j++) sum[j] = (uint16_t)(v[2 * j] + v[2 * j + 1]);
+            } else {
+                unsigned char *restrict out = h->chroma[c].p + (size_t)(sy / 2) * (size_t)h->chroma[c].stride;
+                if (t.quarter) {
+                    const int k = sy / 2, bias = 1 + ((t.across_back ? h->H / 2 - 1 - k : k) & 1);
+                    for (int j = 0; j < cw; j++)
+                        out[j] = (unsigned char)((sum[j] + v[2 * j] + v[2 * j + 1] + bias) >> 2);
+                } else {
+                    for (int j = 0; j < cw; j++)
+                        out[j] = (unsigned char)((sum[j] + v[2 * j] + v[2 * j + 1] + 1 + ((j ^ flip) & 1)) >> 2);
+                }
+            }
+            if (t.quarter) {
+                if (sy == edge_row) memcpy(h->edge[c], v, (size_t)h->W);
+            } else {
+                h->edge[c][sy] = v[edge_column];
+            }
+        }
+    }
+}
+
+// The upright band of 16 luma and 8 chroma rows from `row` on, as libjpeg's
+// encoder pads them: luma's last sample repeated rightward, the last rows down;
+// chroma past the right edge from pairs of the last upright pixel.
+static void ycc_hold_band(const YccHold *h, int o, int row, Plane by, Plane chroma[2]) {
+    const int swap = h->turn.quarter, UW = swap ? h->H : h->W, UH = swap ? h->W : h->H, ucw = UW / 2;
+    gather(h->y, h->W, h->H, o, row, 16, by);
+    for (int c = 0; c < 2; c++) {
+        unsigned char *out[DCTSIZE];
+        for (int i = 0; i < DCTSIZE; i++) out[i] = chroma[c].p + (size_t)i * (size_t)chroma[c].stride;
+        gather_rows(h->chroma[c].p, (size_t)h->chroma[c].stride, h->W / 2, h->H / 2, o, 1, row / 2, DCTSIZE, out);
+        for (int i = 0; i < DCTSIZE; i++) {
+            const int yc = row / 2 + i < UH / 2 ? row / 2 + i : UH / 2 - 1;
+            const int y0 = h->turn.lines_back ? UH - 1 - 2 * yc : 2 * yc, y1 = h->turn.lines_back ? y0 - 1 : y0 + 1;
+            const int pair = 2 * (h->edge[c][y0] + h->edge[c][y1]);
+            for (int xc = ucw; xc < chroma[c].stride; xc++) out[i][xc] = (unsigned char)((pair + 1 + (xc & 1)) >> 2);
+        }
+    }
+}
+
 static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     struct jpeg_decompress_struct *in = &w->in;
     const int W = (int)in->image_width, H = (int)in->image_height;
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
     const int encode = job->quality > 0, swap = turn_of(o).quarter, whole = encode && o != 1;
+    const int compact = whole && job->hold_turned && W % 2 == 0 && H % 2 == 0;
     const int UW = swap ? H : W, UH = swap ? W : H;
     const size_t row_bytes = (size_t)W * 3;
     enum { BAND = 16 };
-    // The band's rows (the whole image's for a turned source), and one band of upright rows to encode.
-    w->planes = malloc(row_bytes * (size_t)(whole ? H : BAND) + 64);
-    w->bands = whole ? malloc((size_t)UW * 3 * BAND + 64) : NULL;
+    // The band's rows (the whole image's for a turned source held as RGB), and the
+    // upright rows to encode: 16 of RGB, or a band of planes for a YCbCr hold.
+    const int rgb_whole = whole && !compact;
+    const int eys = round_up(UW, 16), ecs = round_up(UW / 2, 16);
+    w->planes = malloc(row_bytes * (size_t)(rgb_whole ? H : BAND) + 64);
+    const size_t upright_bytes = compact ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)UW * 3 * BAND;
+    w->bands = whole ? malloc(upright_bytes + 64) : NULL;
     if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
-    if (encode) start_encoder(w, job, UW, UH, JCS_RGB);
+    YccHold hold = {0};
+    if (compact) {
+        const int ys = round_up(W, 16), cs = round_up(W / 2, 16);
+        const size_t luma = (size_t)ys * H, chroma = (size_t)cs * (H / 2);
+        // The edges run along the upright's height; a stored row's Cb and Cr; a chroma row's sums.
+        w->ycc = malloc(luma + 2 * chroma + 2 * (size_t)UH + 2 * (size_t)W + (size_t)W * sizeof(uint16_t) + 64);
+        if (!w->ycc) stop((j_common_ptr)in, "out of memory for the planes");
+        hold.turn = turn_of(o);
+        hold.W = W;
+        hold.H = H;
+        hold.y = (Plane){w->ycc, ys};
+        hold.chroma[0] = (Plane){w->ycc + luma, cs};
+        hold.chroma[1] = (Plane){w->ycc + luma + chroma, cs};
+        unsigned char *rest = w->ycc + luma + 2 * chroma;
+        hold.edge[0] = rest;
+        hold.edge[1] = rest + UH;
+        hold.row[0] = rest + 2 * (size_t)UH;
+        hold.row[1] = hold.row[0] + W;
+        hold.sum[0] = (uint16_t *)(void *)(hold.row[1] + W);
+        hold.sum[1] = hold.sum[0] + W / 2;
+        result->held = 1;
+    }
+    if (encode) start_encoder(w, job, UW, UH, compact ? JCS_YCbCr : JCS_RGB);
     JSAMPROW rows[BAND];
     while (in->output_scanline < in->output_height) {
         const int r = (int)in->output_scanline, want = BAND < H - r ? BAND : H - r;
-        for (int i = 0; i < want; i++) rows[i] = w->planes + row_bytes * (size_t)(whole ? r + i : i);
+        for (int i = 0; i < want; i++) rows[i] = w->planes + row_bytes * (size_t)(rgb_whole ? r + i : i);
         int64_t start = now_ns();
         int got = 0;
         while (got < want) {
@@ -1014,7 +1141,10 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
             stop((j_common_ptr)in, "the tap refused the rows");
         t = now_ns();
         w->decode_ns += t - start;
-        if (encode && !whole) {
+        if (compact) {
+            ycc_hold_rows(&hold, rows, r, got);
+            w->encode_ns += now_ns() - t;
+        } else if (encode && !whole) {
             if ((int)jpeg_write_scanlines(&w->out, rows, (JDIMENSION)got) != got)
                 stop((j_common_ptr)&w->out, "the encoder took a short band");
             w->encode_ns += now_ns() - t;
@@ -1023,7 +1153,14 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     jpeg_finish_decompress(in);
     if (!encode) return;
     int64_t start = now_ns();
-    if (whole) {
+    if (compact) {
+        const Plane by = {w->bands, eys};
+        Plane chroma[2] = {{by.p + (size_t)16 * eys, ecs}, {by.p + (size_t)16 * eys + (size_t)8 * ecs, ecs}};
+        for (int row = 0; row < UH; row += 16) {
+            ycc_hold_band(&hold, o, row, by, chroma);
+            write_band(w, by, chroma[0], chroma[1]);
+        }
+    } else if (whole) {
         JSAMPROW upright[BAND];
         for (int i = 0; i < BAND; i++) upright[i] = w->bands + (size_t)UW * 3 * (size_t)i;
         for (int row = 0; row < UH; row += BAND) {
@@ -1090,6 +1227,7 @@ done:
     if (w->out_made) jpeg_destroy_compress(&w->out);
     free(w->bands);
     free(w->planes);
+    free(w->ycc);
     free(w->coefs[0]);
     free(w->places[0]);
     free(w->packed);

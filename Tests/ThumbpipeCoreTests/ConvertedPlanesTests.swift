@@ -1,3 +1,7 @@
+import CJpegPlanes
+import CThumbKernels
+import CVips
+import CVipsShim
 import Foundation
 import Testing
 import ThumbpipeTestSupport
@@ -73,13 +77,20 @@ struct ConvertedPlanesTests {
         }
     }
 
-    @Test("All 8 orientations on the converting path, odd sizes: the store's pixels are libvips's exactly")
-    func orientations() throws {
+    @Test(
+        "All 8 orientations on the converting path, odd and even sizes: the store's pixels are libvips's exactly",
+        arguments: [(1001, 667, false), (1000, 666, false), (1024, 672, false), (998, 1000, false), (1000, 666, true)])
+    func orientations(width: Int, height: Int, noisy: Bool) throws {
         // A turned source's upright rows come from tiles transposed in registers
         // (4 × 4 pixels) with a pixel-at-a-time edge: every orientation, both edges.
+        // Even sides are held as the store's YCbCr (the encoder's padding past the
+        // right edge made from the last column: 1000 and 666 are not whole MCUs, 1024 and 672 are).
         let p3 = try ColourTests.profile(of: "edge/icc-display-p3_p3.png")
         for orientation in 1...8 {
-            let plain = try PlanePathTests.oriented(orientation, width: 1001, height: 667, quality: 80)
+            let plain =
+                noisy
+                ? try Self.noisy(orientation, width: width, height: height)
+                : try PlanePathTests.oriented(orientation, width: width, height: height, quality: 80)
             let path = String(plain.dropLast(4)) + "-p3.jpg"
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain)))
             try Data(Self.tagged(bytes, with: p3)).write(to: URL(fileURLWithPath: path))
@@ -91,6 +102,66 @@ struct ConvertedPlanesTests {
             #expect(ours.width == theirs.width && ours.height == theirs.height, "orientation \(orientation)")
             let differing = zip(ours.pixels, theirs.pixels).count { $0 != $1 }
             #expect(differing == 0, "orientation \(orientation): \(differing) bytes differ from libvips's store")
+        }
+    }
+
+    /// A JPEG of pseudo-random colours, `width × height`, tagged with EXIF
+    /// `orientation`: every chroma sample unlike its neighbours (a photo's chroma
+    /// is smooth enough that two of its neighbouring rows swapped can leave the
+    /// store's bytes as they were).
+    static func noisy(_ orientation: Int, width: Int, height: Int) throws -> String {
+        var state: UInt32 = 2_463_534_242
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for i in pixels.indices {
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            pixels[i] = UInt8(truncatingIfNeeded: state >> 24)
+        }
+        let image = try #require(
+            pixels.withUnsafeBytes {
+                vips_image_new_from_memory_copy(
+                    $0.baseAddress, $0.count, Int32(width), Int32(height), 3, VIPS_FORMAT_UCHAR)
+            })
+        defer { CVipsShim_unref(image) }
+        vips_image_set_int(image, VIPS_META_ORIENTATION, Int32(orientation))
+        let path = TestPaths.temporaryFolder("noisy") + "/n\(orientation)-\(width)x\(height).jpg"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer { close(fd) }
+        try #require(CVipsShim_jpegsave_fd(image, fd, 90, 0) == 0)
+        return path
+    }
+
+    @Test("A turned source with even sides is held as its store's YCbCr: the same store as held as RGB, byte for byte")
+    func heldAsYCbCr() throws {
+        let p3 = try ColourTests.profile(of: "edge/icc-display-p3_p3.png")
+        let conversion = try #require(p3.withUnsafeBytes { ShaperConversion(profile: $0) })
+        let shaper = try #require(conversion.makeShaper())
+        defer { CThumbKernels_shaper_free(shaper) }
+        for (width, height) in [(1000, 666), (1001, 666), (1000, 667), (998, 1000)] {
+            for orientation in 1...8 {
+                let path = try Self.noisy(orientation, width: width, height: height)
+                let source = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                var stores: [Data] = []
+                var held: [Bool] = []
+                for hold: Int32 in [0, 1] {
+                    var job = CJpegPlanesJob(
+                        width: Int32(width), height: Int32(height), orientation: Int32(orientation), quality: 50,
+                        optimize_coding: 0, tap: nil, shaper: shaper, blocks: 0, tap_means: 0, hold_turned: hold)
+                    var result = CJpegPlanesResult()
+                    var error = [CChar](repeating: 0, count: 256)
+                    let status = CJpegPlanes_transcode(source, source.count, &job, &result, &error, error.count)
+                    defer { CJpegPlanes_free_buffer(result.jpeg) }
+                    try #require(status == 0 && result.jpeg != nil, "\(width) × \(height), orientation \(orientation)")
+                    stores.append(Data(bytes: result.jpeg, count: Int(result.size)))
+                    held.append(result.held != 0)
+                }
+                let even = width % 2 == 0 && height % 2 == 0
+                #expect(held == [false, even && orientation != 1], "\(width) × \(height), orientation \(orientation)")
+                // A Bool: Data compared in #expect is diffed for the message (minutes for a megabyte).
+                let same = stores[0] == stores[1]
+                #expect(same, "\(width) × \(height), orientation \(orientation): the stores differ")
+            }
         }
     }
 

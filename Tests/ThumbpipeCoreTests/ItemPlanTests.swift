@@ -63,6 +63,17 @@ struct ItemPlanTests {
             name: "Display P3 JPEG: planes, converted", colour: .matrix, decode: .tap(factor: 18), onPlanes: true,
             store: .planesConverted, planeFactor: 18),
         Row(
+            name: "Display P3 JPEG turned (orientation 6), 4000 × 3000: converted, held as its store's YCbCr",
+            turned: 6, colour: .matrix, decode: .tap(factor: 18), onPlanes: true, store: .planesConverted,
+            planeFactor: 18, held: true),
+        Row(
+            name: "Display P3 JPEG turned (orientation 3), 4001 × 3000 (an odd side): converted, held as RGB",
+            width: 4001, turned: 3, colour: .matrix, decode: .tap(factor: 18), onPlanes: true,
+            store: .planesConverted, planeFactor: 18),
+        Row(
+            name: "Display P3 JPEG turned, no store asked for: nothing held", turned: 6, colour: .matrix,
+            makeStore: false, decode: .tap(factor: 18), onPlanes: true, store: .none, planeFactor: 18),
+        Row(
             name: "no store asked for: the thumbnail still on the planes", makeStore: false, decode: .tap(factor: 18),
             onPlanes: true, store: .none, blocks: true, means: true, planeFactor: 16),
         Row(

@@ -50,6 +50,9 @@ typedef struct {
     /// by band for the encoder (not held whole as decoded planes), unless a tap
     /// reads its pixels, or its file is so dense that the packed blocks would take
     /// more than the planes (over a fifth of them in bytes): the same store, byte for byte.
+    /// A turned source converted with a shaper whose width and height are even is
+    /// held as the store's YCbCr (luma and 4:2:0 chroma) rather than as RGB: the
+    /// same store, byte for byte, in half the memory.
     int hold_turned;
 } CJpegPlanesJob;
 
@@ -64,7 +67,8 @@ typedef struct {
     int64_t decode_ns, colour_ns, encode_ns;
     /// Whether the store was requantized from the source's blocks (`blocks`).
     int requantized;
-    /// Whether a turned source was held as coded through its decode (`hold_turned`).
+    /// Whether a turned source was held as coded through its decode, or converted,
+    /// as the store's YCbCr (`hold_turned`).
     int held;
 } CJpegPlanesResult;
 

@@ -43,12 +43,15 @@ struct ItemPlan: Sendable, Equatable {
     /// The tap's factor on the planes (0 when the thumbnail is not on them): the
     /// decode plan's, or with ``tapMeans`` that rounded down to a multiple of ``meansFactor``.
     var planeTapFactor: Int
-    /// Whether a turned JPEG in sRGB (or untagged) whose turn moves its block grid
-    /// (not ``blocks``) and whose tap reads its blocks' means is held as coded
-    /// through its decode, its pixels decoded and turned band by band for the
-    /// store, rather than held whole as decoded planes (4:2:0 sources whose file
-    /// promises packed blocks smaller than the planes; the same store, byte for
-    /// byte). A tap that reads pixels needs the planes.
+    /// Whether a turned JPEG's store is held in less than its decoded pixels until
+    /// the decode ends (the same store, byte for byte, either way):
+    /// - one in sRGB (or untagged) whose turn moves its block grid (not
+    ///   ``blocks``) and whose tap reads its blocks' means is held as coded, its
+    ///   pixels decoded and turned band by band for the store, rather than held
+    ///   whole as decoded planes (4:2:0 sources whose file promises packed blocks
+    ///   smaller than the planes). A tap that reads pixels needs the planes.
+    /// - one converted (``Store/planesConverted``) with even sides is held as the
+    ///   store's own YCbCr, 1.5 bytes a pixel, rather than as its converted RGB (3).
     var holdTurned: Bool
 
     /// The smallest tap factor read from blocks' means, and what it is rounded to
@@ -84,7 +87,10 @@ struct ItemPlan: Sendable, Equatable {
             tapMeans = asCoded && factor >= meansFactor
             planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
         }
-        let holdTurned = tapMeans && header.orientation != 1 && !blocks
+        // A converted one is held as its store's YCbCr when its sides are even (2 × 2 blocks turn onto 2 × 2 blocks).
+        let evenSides = header.width % 2 == 0 && header.height % 2 == 0
+        let holdTurned =
+            header.orientation != 1 && !blocks && (tapMeans || (storeRoute == .planesConverted && evenSides))
         return ItemPlan(
             decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
             planeTapFactor: planeTapFactor, holdTurned: holdTurned)
