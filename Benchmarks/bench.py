@@ -443,9 +443,10 @@ def main():
             rounds_pss[name].append(LAST_PSS)
             log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB, PSS {LAST_PSS / 1e6:.0f} MB")
     rows = []
+    # The median round: one slow round (the machine's noise) does not decide.
+    median = {name: sorted(times[name])[len(times[name]) // 2] for name in peers}
     for name in peers:
-        # The median round: one slow round (the machine's noise) does not decide.
-        seconds = sorted(times[name])[len(times[name]) // 2]
+        seconds = median[name]
         rows.append({"peer": name, "images": len(paths), "seconds": round(seconds, 2),
                      "roundsSeconds": [round(t, 2) for t in times[name]],
                      "imagesPerSecond": round(len(paths) / seconds, 2), "peakRSSBytes": memories[name],
@@ -460,8 +461,7 @@ def main():
         if not ours:
             row["thumbpipeTimes"] = None
             continue
-        median = lambda name: sorted(times[name])[len(times[name]) // 2]
-        by_median = median(row["peer"]) / median("thumbpipe")
+        by_median = median[row["peer"]] / median["thumbpipe"]
         row["thumbpipeTimes"] = round(by_median, 2)
         # Round by round (the peers of one round ran minutes apart at most, while
         # this machine's speed drifts over a run): the median of the ratios.

@@ -125,6 +125,19 @@ static void downsample(const Plane *src, int hs, int vs, int r, int last_row, in
     }
 }
 
+// One band for the encoder: 16 luma rows `ys` bytes apart, then 8 rows each of Cb
+// and Cr `cs` apart, at `p` (band_bytes of them).
+typedef struct {
+    Plane y, cb, cr;
+} Band;
+
+static size_t band_bytes(int ys, int cs) { return (size_t)16 * ys + (size_t)16 * cs; }
+
+static Band band_at(unsigned char *p, int ys, int cs) {
+    Band b = {{p, ys}, {p + (size_t)16 * ys, cs}, {p + (size_t)16 * ys + (size_t)8 * cs, cs}};
+    return b;
+}
+
 // Repeats the edge of a band's `valid_rows × valid_cols` samples to `rows ×
 // stride`: the encoder reads whole blocks, and libjpeg's own downsampler pads so.
 static void pad_band(Plane band, int valid_cols, int valid_rows, int rows) {
@@ -839,21 +852,13 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     // One allocation for the bands: 16 luma and 8 chroma rows (the store's
     // band, or the streamed source's), the source's chroma rows at its own
     // sampling when not 4:2:0, and 64 bytes of slack for vector reads.
-    const size_t band_bytes = upright ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)16 * ys + (size_t)16 * cs;
+    const size_t bands_size = upright ? band_bytes(eys, ecs) : band_bytes(ys, cs);
     const size_t scratch_bytes = is420 ? 0 : (size_t)2 * DCTSIZE * scratch_stride;
-    w->bands = malloc(band_bytes + scratch_bytes + 64);
+    w->bands = malloc(bands_size + scratch_bytes + 64);
     if (!w->bands) stop((j_common_ptr)in, "out of memory for the bands");
-    Plane by, bcb, bcr;
-    if (upright) {
-        by = (Plane){w->bands, eys};
-        bcb = (Plane){by.p + (size_t)16 * eys, ecs};
-        bcr = (Plane){bcb.p + (size_t)8 * ecs, ecs};
-    } else {
-        by = (Plane){w->bands, ys};
-        bcb = (Plane){by.p + (size_t)16 * ys, cs};
-        bcr = (Plane){bcb.p + (size_t)8 * cs, cs};
-    }
-    Plane scb = {w->bands + band_bytes, scratch_stride};
+    const Band band = upright ? band_at(w->bands, eys, ecs) : band_at(w->bands, ys, cs);
+    const Plane by = band.y, bcb = band.cb, bcr = band.cr;
+    Plane scb = {w->bands + bands_size, scratch_stride};
     Plane scr = {scb.p + (size_t)DCTSIZE * scratch_stride, scratch_stride};
     // A turned source's 4:2:0 planes, rows in 16s (the decoder writes whole
     // blocks). Not kept for the next image: measured over 40 photos (8 turned),
@@ -1065,9 +1070,10 @@ static void ycc_hold_rows(YccHold *h, JSAMPROW *rows, int r, int n) {
 // The upright band of 16 luma and 8 chroma rows from `row` on, as libjpeg's
 // encoder pads them: luma's last sample repeated rightward, the last rows down;
 // chroma past the right edge from pairs of the last upright pixel.
-static void ycc_hold_band(const YccHold *h, int o, int row, Plane by, Plane chroma[2]) {
+static void ycc_hold_band(const YccHold *h, int o, int row, Band band) {
     const int swap = h->turn.quarter, UW = swap ? h->H : h->W, UH = swap ? h->W : h->H, ucw = UW / 2;
-    gather(h->y, h->W, h->H, o, row, 16, by);
+    gather(h->y, h->W, h->H, o, row, 16, band.y);
+    const Plane chroma[2] = {band.cb, band.cr};
     for (int c = 0; c < 2; c++) {
         unsigned char *out[DCTSIZE];
         for (int i = 0; i < DCTSIZE; i++) out[i] = chroma[c].p + (size_t)i * (size_t)chroma[c].stride;
@@ -1095,7 +1101,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     const int rgb_whole = whole && !compact;
     const int eys = round_up(UW, 16), ecs = round_up(UW / 2, 16);
     w->planes = malloc(row_bytes * (size_t)(rgb_whole ? H : BAND) + 64);
-    const size_t upright_bytes = compact ? (size_t)16 * eys + (size_t)16 * ecs : (size_t)UW * 3 * BAND;
+    const size_t upright_bytes = compact ? band_bytes(eys, ecs) : (size_t)UW * 3 * BAND;
     w->bands = whole ? malloc(upright_bytes + 64) : NULL;
     if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
     YccHold hold = {0};
@@ -1154,11 +1160,10 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     if (!encode) return;
     int64_t start = now_ns();
     if (compact) {
-        const Plane by = {w->bands, eys};
-        Plane chroma[2] = {{by.p + (size_t)16 * eys, ecs}, {by.p + (size_t)16 * eys + (size_t)8 * ecs, ecs}};
+        const Band band = band_at(w->bands, eys, ecs);
         for (int row = 0; row < UH; row += 16) {
-            ycc_hold_band(&hold, o, row, by, chroma);
-            write_band(w, by, chroma[0], chroma[1]);
+            ycc_hold_band(&hold, o, row, band);
+            write_band(w, band.y, band.cb, band.cr);
         }
     } else if (whole) {
         JSAMPROW upright[BAND];

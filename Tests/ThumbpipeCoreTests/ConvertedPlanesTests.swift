@@ -124,12 +124,8 @@ struct ConvertedPlanesTests {
                     $0.baseAddress, $0.count, Int32(width), Int32(height), 3, VIPS_FORMAT_UCHAR)
             })
         defer { CVipsShim_unref(image) }
-        vips_image_set_int(image, VIPS_META_ORIENTATION, Int32(orientation))
-        let path = TestPaths.temporaryFolder("noisy") + "/n\(orientation)-\(width)x\(height).jpg"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        defer { close(fd) }
-        try #require(CVipsShim_jpegsave_fd(image, fd, 90, 0) == 0)
-        return path
+        return try PlanePathTests.saved(
+            image, orientation: orientation, in: "noisy", as: "n\(orientation)-\(width)x\(height).jpg", quality: 90)
     }
 
     @Test("A turned source with even sides is held as its store's YCbCr: the same store as held as RGB, byte for byte")

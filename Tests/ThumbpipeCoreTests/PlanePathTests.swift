@@ -101,12 +101,22 @@ struct PlanePathTests {
         var copy: UnsafeMutablePointer<VipsImage>? = nil
         try #require(CVipsShim_remove_metadata(cropped, &copy, 0) == 0)
         CVipsShim_unref(cropped)
-        vips_image_set_int(copy, VIPS_META_ORIENTATION, Int32(orientation))
-        let path = TestPaths.temporaryFolder("oriented") + "/o\(orientation)-\(width)x\(height)-q\(quality).jpg"
+        defer { CVipsShim_unref(copy) }
+        return try saved(
+            try #require(copy), orientation: orientation, in: "oriented",
+            as: "o\(orientation)-\(width)x\(height)-q\(quality).jpg", quality: quality)
+    }
+
+    /// `image` saved as a JPEG at `quality`, tagged with EXIF `orientation`, as
+    /// `name` in a fresh temporary folder labelled `label`.
+    static func saved(
+        _ image: UnsafeMutablePointer<VipsImage>, orientation: Int, in label: String, as name: String, quality: Int32
+    ) throws -> String {
+        vips_image_set_int(image, VIPS_META_ORIENTATION, Int32(orientation))
+        let path = TestPaths.temporaryFolder(label) + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         defer { close(fd) }
-        try #require(CVipsShim_jpegsave_fd(copy, fd, quality, 0) == 0)
-        CVipsShim_unref(copy)
+        try #require(CVipsShim_jpegsave_fd(image, fd, quality, 0) == 0)
         return path
     }
 
