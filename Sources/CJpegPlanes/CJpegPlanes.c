@@ -12,6 +12,19 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+// The contract with libjpeg-turbo: this file reads its internal structures
+// (jpegint.h) and replaces its internal DCT routines, which no API promises to
+// keep. It was written against libjpeg-turbo 2.1 with the libjpeg 6.2 API
+// (Debian 12's libjpeg62-turbo); any other is refused at compile time, to be
+// ported on purpose rather than misread at run time. The version built against is
+// named by --version and is part of every output's fingerprint (OutputVersions).
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER) || LIBJPEG_TURBO_VERSION_NUMBER < 2001000 || \
+    LIBJPEG_TURBO_VERSION_NUMBER >= 2002000 || JPEG_LIB_VERSION != 62
+#error "CJpegPlanes is written against libjpeg-turbo 2.1.x with the libjpeg 6.2 API; port it to this one first"
+#endif
+
+int CJpegPlanes_libjpegTurboVersion(void) { return LIBJPEG_TURBO_VERSION_NUMBER; }
+
 // MARK: - libjpeg's errors and output
 
 // libjpeg reports an error by calling error_exit, which must not return: it

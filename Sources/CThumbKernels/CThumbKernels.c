@@ -807,11 +807,19 @@ SHAPER_AVX512 static void shaper_row3_avx512(const Shaper *s, unsigned char *p, 
 }
 #endif
 
+int CThumbKernels_shaper_vector(void) {
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+#else
+    return 0;
+#endif
+}
+
 // 3-band pixels in place: AVX-512 (with its byte permutes, VBMI) where the CPU
 // has it, the portable loop elsewhere; the same bytes either way.
 static void shaper_row3(const Shaper *s, unsigned char *p, size_t count) {
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw")) {
+    if (CThumbKernels_shaper_vector()) {
         shaper_row3_avx512(s, p, count);
         return;
     }

@@ -38,7 +38,7 @@ extension RunCommand {
         }
         if report.datesFromFileTimeCount > 0 {
             terminal.diagnostic(
-                "thumbpipe: \(report.datesFromFileTimeCount) items are dated by their file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
+                "thumbpipe: \(report.datesFromFileTimeCount == 1 ? "1 item is" : "\(report.datesFromFileTimeCount) items are") dated by the file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
             )
         }
         let total = run.manifest.items.count

@@ -79,6 +79,22 @@ enum ScanCommand {
             terminal.diagnostic(
                 "thumbpipe: skipped \(name): its name is not UTF-8; rename it (as UTF-8) to have it read")
         }
+        for folder in result.unreadableFolders {
+            terminal.warning("cannot read sub-folder \(folder); its photos are not listed")
+        }
+        if result.unreadableFiles > 0 {
+            terminal.warning(
+                "\(FolderScan.counted(result.unreadableFiles, "file")) cannot be read; listed, so their items fail and say why"
+            )
+        }
+        if result.followedLinks > 0 {
+            terminal.diagnostic("thumbpipe: followed \(FolderScan.counted(result.followedLinks, "symlink")) to folders")
+        }
+        if result.symlinkedFolders > 0 {
+            terminal.diagnostic(
+                "thumbpipe: \(FolderScan.counted(result.symlinkedFolders, "symlink")) to folders not followed (\(recursive ? "a loop, or a folder scanned anyway" : "add -r"))"
+            )
+        }
         let duplicates = FolderScan.duplicates(result.entries)
         if !duplicates.isEmpty {
             terminal.warning(

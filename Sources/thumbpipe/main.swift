@@ -85,7 +85,11 @@ func main() -> Int32 {
             let commands = [
                 "run", "scan", "inspect", "extract", "contact-sheet", "merge", "report", "pipeline", "help",
             ]
-            let hint = Suggestion.closest(to: command, in: commands).map { "; did you mean '\($0)'?" } ?? ""
+            var hint = Suggestion.closest(to: command, in: commands).map { "; did you mean '\($0)'?" } ?? ""
+            // A folder or a manifest typed where the command goes: the likely fix is `run`.
+            if hint.isEmpty, FileSystem.exists(command) {
+                hint = "; to run it: thumbpipe run \(([command] + arguments).joined(separator: " "))"
+            }
             throw ThumbpipeError(.usage, "unknown command '\(command)'\(hint) (see 'thumbpipe --help')")
         }
     } catch let error as ThumbpipeError {

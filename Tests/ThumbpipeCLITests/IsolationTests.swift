@@ -122,11 +122,13 @@ struct IsolationTests {
         #expect(seconds < 2, "exited \(seconds) s after SIGTERM")
         #expect(!listing(out).contains("items.archive"))
         #expect(!listing(out).contains { $0.hasPrefix(TemporaryFile.prefix) })
-        // No worker is left behind.
-        let workers = try runProcess("/usr/bin/pgrep", ["-f", "thumbpipe __worker"])
-        let orphans = workers.stdout.split(separator: "\n").filter { pid in
-            (try? String(contentsOfFile: "/proc/\(pid)/environ", encoding: .utf8))?.contains("hangs-the-decoder")
-                == true
+        // No worker of this run is left behind: found by the marker path in their
+        // environment, which is this test's own (a name pattern would match the
+        // workers of another test process running beside this one).
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        let orphans = processes.filter { $0.allSatisfy(\.isNumber) }.filter { pid in
+            guard let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+            return environ.split(separator: 0).contains { Array($0) == Array("THUMBPIPE_FAULT_MARKER=\(marker)".utf8) }
         }
         #expect(orphans.isEmpty, "workers left: \(orphans)")
     }

@@ -218,7 +218,7 @@ struct SayingTests {
         let report = try readJSONObject(folder + "/out/.thumbpipe/report.json")
         #expect(report["datesFromFileTimeCount"] as? Int == 1, "\(first.stderr)")
         #expect(try report.objects("datesFromFileTime").first?["itemKey"] as? String == "a")
-        #expect(first.stderr.contains("1 items are dated by their file's time"))
+        #expect(first.stderr.contains("1 item is dated by the file's time"))
         #expect(report["startTime"] as? String != nil && report["thumbpipeVersion"] as? String != nil)
         // A second run: its log says unchanged, and both reports are kept.
         let second = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/log2.jsonl"])

@@ -332,6 +332,27 @@ struct ItemLedgerTests {
         #expect(restored.finished.thumbnail == Self.png, "the state keeps its thumbnail")
     }
 
+    @Test(
+        "An unreadable or empty photo keeps its thumbnail, store file and record, and fails saying why, every night"
+    )
+    func settleUnusable() {
+        var unreadable = Self.work(.kept, thumbnail: false, store: false, .sourceUnreadable)
+        unreadable.unreadable = EACCES
+        let empty = Self.work(.kept, thumbnail: false, store: false, .sourceEmpty)
+        for (work, start) in [(unreadable, "cannot be read (Permission denied)"), (empty, "is empty (0 bytes)")] {
+            let ledger = Self.ledger(Self.item(), work, previous: Self.previous())
+            #expect(ledger.thumbnail == .reuse && ledger.store == .keep && ledger.settlesWithoutJob)
+            let settled = ledger.settle(
+                thumbnail: .success(Self.png), outcome: nil, date: Self.exif, dateGuess: nil, storeInPlace: false,
+                sourceStamp: { nil }, storeStamp: { nil }, logs: true, now: Self.now)
+            #expect(!settled.deletesStore && settled.finished.archived.thumbnailData == Self.png)
+            #expect(settled.finished.failure?.kept == true && settled.finished.failure?.known == nil)
+            #expect(settled.finished.failure?.message.hasPrefix(start) == true, "\(settled.finished.failure!)")
+            #expect(settled.finished.record == nil, "not missing: its record stays as it was")
+            #expect(settled.finished.log?.action == .kept && settled.finished.log?.reason.hasPrefix(start) == true)
+        }
+    }
+
     @Test("An item without a photo: its carried thumbnail kept, recorded unless unchanged, never a store file")
     func settleWithoutPhoto() {
         let carried = Self.ledger(

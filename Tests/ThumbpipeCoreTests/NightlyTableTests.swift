@@ -114,8 +114,70 @@ struct NightlyTableTests {
             }, rules: { $0.pruneMissing = true }, itemClass: .changed, reason: "source changed", thumbnail: true,
             store: true),
         Row(
-            name: "unreadable, not gone: redone (and fails), not kept",
-            facts: { $0.source = nil }, itemClass: .changed, reason: "source changed", thumbnail: true, store: true),
+            name: "kept (unreadable): there but cannot be stat'ed (a folder above refuses this user)",
+            facts: {
+                $0.source = nil
+                $0.unreadable = .accessDenied
+            }, itemClass: .kept, reason: "source cannot be read"),
+        Row(
+            name: "kept (unreadable): chmod 000 moved its change time, the hash could not be read",
+            facts: {
+                $0.source = FileStamp(size: 100, modified: 1_000, inode: 5, changed: 9)
+                $0.unreadable = .accessDenied
+            }, itemClass: .kept, reason: "source cannot be read"),
+        Row(
+            name: "kept (unreadable) even under --force and --prune-missing: it is there",
+            facts: { $0.unreadable = .ioError },
+            rules: {
+                $0.force = true
+                $0.pruneMissing = true
+            }, itemClass: .kept, reason: "source cannot be read"),
+        Row(
+            name: "kept (empty): 0 bytes tonight, being rewritten",
+            facts: { $0.source = FileStamp(size: 0, modified: 3_000) }, itemClass: .kept,
+            reason: "source is empty (0 bytes)"),
+        Row(
+            name: "a known failure that is unreadable now: retried (nothing good to keep)",
+            previous: { $0.failure = ItemFailure(.decode, "x") },
+            facts: {
+                $0.source = FileStamp(size: 200, modified: 3_000)
+                $0.unreadable = .accessDenied
+            }, itemClass: .changed, reason: "source changed", thumbnail: true, store: true),
+        Row(
+            name: "changed (source): replaced by another file of the same size and time, other content",
+            previous: {
+                $0.sourceInode = 5
+                $0.sourceChanged = 9
+            },
+            facts: {
+                $0.source = FileStamp(size: 100, modified: 1_000, inode: 6, changed: 10)
+                $0.sourceHash = "h-other"
+            }, itemClass: .changed, reason: "source replaced (same size and time, another inode or change time)",
+            thumbnail: true, store: true),
+        Row(
+            name: "unchanged: a new inode (restored from a backup), the same content, recorded anew",
+            previous: {
+                $0.sourceInode = 5
+                $0.sourceChanged = 9
+            },
+            facts: {
+                $0.source = FileStamp(size: 100, modified: 1_000, inode: 6, changed: 10)
+                $0.sourceHash = "h-a"
+            }, itemClass: .unchanged, reason: "unchanged"),
+        Row(
+            name: "changed (source): identity moved and the record has no hash to compare",
+            previous: {
+                $0.sourceInode = 5
+                $0.sourceChanged = 9
+                $0.sourceHash = ""
+            },
+            facts: { $0.source = FileStamp(size: 100, modified: 1_000, inode: 5, changed: 11) },
+            itemClass: .changed, reason: "source replaced (same size and time, another inode or change time)",
+            thumbnail: true, store: true),
+        Row(
+            name: "unchanged: a record from before schema 4 (identity unknown) is not compared",
+            facts: { $0.source = FileStamp(size: 100, modified: 1_000, inode: 6, changed: 10) },
+            itemClass: .unchanged, reason: "unchanged"),
         Row(
             name: "changed (source back): a kept item's photo is there again",
             previous: { $0.missingSince = 1_700_000_000 }, itemClass: .changed, reason: "source back"),
@@ -171,7 +233,8 @@ struct NightlyTableTests {
             "source changed", "thumbnail settings changed", "store settings changed",
             "thumbpipe or libvips upgraded (output version)", "store file missing", "store file damaged",
             "fields edited", "same content under a new path or key", "source missing", "source back", "--force",
-            "state rebuilt: outputs adopted, not proven", "limits changed since it failed",
+            "state rebuilt: outputs adopted, not proven", "limits changed since it failed", "source cannot be read",
+            "source is empty (0 bytes)", "source replaced (same size and time, another inode or change time)",
         ] {
             #expect(reasons.contains(reason), "no row for \(reason)")
         }
@@ -188,6 +251,21 @@ struct NightlyTableTests {
             rules: ItemLedger.Rules(fingerprints: Self.fingerprints, verifyContent: true))
         #expect(work.restamp?.stamp == FileStamp(size: 100, modified: 5_000))
         #expect(work.sourceUnchanged)
+        // A new inode with the same content: its new identity is recorded, so the next night trusts its stamp.
+        var previous = Self.recorded
+        previous.sourceInode = 5
+        previous.sourceChanged = 9
+        var restored = Self.same
+        restored.source = FileStamp(size: 100, modified: 1_000, inode: 6, changed: 10)
+        restored.sourceHash = "h-a"
+        let again = ItemLedger.classify(
+            path: Self.path, previous: previous, facts: restored, fieldsEdited: false, unrecorded: [],
+            rules: ItemLedger.Rules(fingerprints: Self.fingerprints))
+        #expect(again.restamp?.stamp == FileStamp(size: 100, modified: 1_000, inode: 6, changed: 10))
+        #expect(
+            ItemLedger.needsSourceHash(
+                path: Self.path, previous: previous, stamp: restored.source,
+                rules: ItemLedger.Rules(fingerprints: Self.fingerprints)), "identity moved: content decides")
     }
 
     @Test("Which facts are gathered: a hash only where stamps cannot decide, the store only when it would be kept")

@@ -18,6 +18,10 @@
 #ifndef CJPEGPLANES_H
 #define CJPEGPLANES_H
 
+/// The libjpeg-turbo version this code was compiled against, as
+/// LIBJPEG_TURBO_VERSION_NUMBER gives it (2001005 for 2.1.5).
+int CJpegPlanes_libjpegTurboVersion(void);
+
 #include "CThumbKernels.h"
 #include <stddef.h>
 #include <stdint.h>

@@ -100,6 +100,10 @@ void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper);
 /// as CThumbKernels_shaper_to_srgb converts them.
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);
 
+/// 1 when CThumbKernels_shaper_rgb runs its AVX-512 loop on this CPU (AVX-512 BW
+/// and VBMI), 0 when it runs the portable one.
+int CThumbKernels_shaper_vector(void);
+
 /// CThumbKernels_shaper_rgb without vector instructions (what a CPU without
 /// AVX-512 runs), for tests that compare the two.
 void CThumbKernels_shaper_rgb_portable(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);

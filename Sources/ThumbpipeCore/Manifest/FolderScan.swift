@@ -45,6 +45,16 @@ public enum FolderScan {
         public var symlinkedFolders = 0
         /// Sub-folders left out for want of `-r`.
         public var subfolders = 0
+        /// Sub-folders that could not be read, each with why (`2021/Trip: Permission
+        /// denied`): their photos are not listed, and items recorded from them are kept.
+        public var unreadableFolders: [String] = []
+        /// Folders behind symlinks that were followed (with `-r`).
+        public var followedLinks = 0
+        /// Empty (0-byte) files of an image's name or none: not listed as photos, but an
+        /// item recorded from one is kept, as a photo being rewritten is (``keepingVanishedFolders(_:root:state:pruneMissing:)``).
+        public var emptyFiles: [Entry] = []
+        /// Files listed although they cannot be read (their item fails and says why).
+        public var unreadableFiles = 0
 
         /// How many skipped files are named one by one (the rest counted).
         public static let listedLimit = 200
@@ -61,7 +71,7 @@ public enum FolderScan {
         public var skippedSummary: String? {
             guard skipped > 0 else { return nil }
             var kinds = skippedKinds.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
-                .map { "\($0.value) \($0.key)" }
+                .map { FolderScan.counted($0.value, $0.key) }
             if !badNames.isEmpty {
                 kinds.append(
                     "\(badNames.count) with a name that is not UTF-8 (\(badNames.prefix(5).joined(separator: ", ")))")
@@ -73,79 +83,35 @@ public enum FolderScan {
     /// Scans `folders` (and their sub-folders when `recursive`) for files whose
     /// signature is a format of `formats` (the worker's own check); hidden files
     /// and folders are skipped, and with `extensions` only files with one of them
-    /// (compared case-insensitively) are considered.
-    /// - Throws: ``ThumbpipeError`` (66) when a folder cannot be read.
+    /// (compared case-insensitively) are considered. With `recursive`, a folder
+    /// behind a symlink is followed once (a link back into the tree, or to a folder
+    /// already scanned, is counted, not followed); a sub-folder that cannot be read
+    /// is named in the result and the scan goes on.
+    /// - Throws: ``ThumbpipeError`` (66) when a folder given cannot be read.
     public static func scan(
         _ folders: [String], recursive: Bool, extensions: Set<String>? = nil,
         formats: ImageFormats = ImageFormats(ImageFormat.photoFormats)
     ) throws -> Result {
-        var entries: [Entry] = []
-        var result = Result(entries: [])
-        let lowered = extensions.map {
-            Set($0.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) })
-        }
+        var walk = FolderWalk(
+            recursive: recursive, formats: formats,
+            extensions: extensions.map {
+                Set($0.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) })
+            })
         for folder in folders {
             let root = absolute(folder)
             guard FileSystem.isFolder(root) else {
                 throw ThumbpipeError(.noInput, "\(folder): not a folder")
             }
-            let prefix = folders.count > 1 ? URL(fileURLWithPath: root).lastPathComponent + "/" : ""
-            var pending = [""]
-            while let relative = pending.popLast() {
-                let directory = relative.isEmpty ? root : root + "/" + relative
-                guard let listed = FileSystem.names(in: directory) else {
-                    throw ThumbpipeError(.noInput, "\(directory): cannot read folder: \(Errno.current)")
-                }
-                var names: [String] = []
-                result.hidden += listed.filter { $0.bytes.first == 0x2E }.count
-                for entry in listed where entry.bytes.first != 0x2E {
-                    if let text = entry.text {
-                        names.append(text)
-                    } else {
-                        // Not valid UTF-8 (an old zip's Latin-1): no path to hand on, but never dropped unsaid.
-                        let shown = (relative.isEmpty ? "" : relative + "/") + FileInfo.escaped(entry.bytes)
-                        result.badNames.append(prefix + shown)
-                    }
-                }
-                for name in names {
-                    let path = directory + "/" + name
-                    let childRelative = relative.isEmpty ? name : relative + "/" + name
-                    guard let info = FileInfo(path: path, followingLinks: false) else { continue }
-                    if info.kind == .directory {
-                        if recursive { pending.append(childRelative) } else { result.subfolders += 1 }
-                        continue
-                    }
-                    // A symlink counts when it points at a regular file; folders behind links are not followed.
-                    var file = info
-                    if info.kind == .symlink {
-                        guard let target = FileInfo(path: path), target.kind == .regular else {
-                            if FileInfo(path: path)?.kind == .directory { result.symlinkedFolders += 1 }
-                            continue
-                        }
-                        file = target
-                    } else if info.kind != .regular {
-                        continue
-                    }
-                    if let lowered {
-                        let ext = URL(fileURLWithPath: name).pathExtension.lowercased()
-                        guard lowered.contains(ext) else { continue }
-                    }
-                    let head = Decode.head(path)
-                    guard let format = ImageFormat.sniff(head) else {
-                        result.skip(prefix + childRelative, ImageFormat.describeOther(head))
-                        continue
-                    }
-                    guard formats.contains(format) else {
-                        result.skip(prefix + childRelative, "\(format.displayName) not in --formats")
-                        continue
-                    }
-                    entries.append(Entry(relativePath: prefix + childRelative, path: path, size: file.size))
-                }
+            guard FileSystem.names(in: root) != nil else {
+                throw ThumbpipeError(.noInput, "\(folder): cannot read folder: \(Errno.current)")
             }
+            try walk.walk(
+                root: root, prefix: folders.count > 1 ? URL(fileURLWithPath: root).lastPathComponent + "/" : "")
         }
-        entries.sort { Array($0.relativePath.utf8).lexicographicallyPrecedes(Array($1.relativePath.utf8)) }
-        result.entries = entries
+        var result = walk.result
+        result.entries.sort { Array($0.relativePath.utf8).lexicographicallyPrecedes(Array($1.relativePath.utf8)) }
         result.badNames.sort()
+        result.unreadableFolders.sort()
         return result
     }
 
@@ -212,30 +178,44 @@ public enum FolderScan {
         return text
     }
 
-    /// The scan of `root` with the previous night's items whose folder is gone or
-    /// unreadable added back (an unmounted share, a sub-folder moved away): so they
-    /// are `kept (source missing)` as in manifest mode, never removed, and are back
-    /// unchanged when the folder is. Only a file deleted from a folder that is still
-    /// there is removed. Each item comes back under its recorded path, with the
-    /// key and name the scan gave it.
+    /// The scan of `root` with the previous night's items it no longer finds but
+    /// must not lose: those whose folder is gone or unreadable (an unmounted share,
+    /// a sub-folder moved away), so they are `kept (source missing)` as in manifest
+    /// mode and back unchanged when the folder is; and those whose photo is empty
+    /// tonight (being rewritten), kept by the ledger. Not added back: a file deleted
+    /// from a folder that is still there (removed), a photo found again by content
+    /// under a new path (a renamed folder: the plan's `moved`), and, with
+    /// `--prune-missing`, any missing one (removed). Each comes back under its
+    /// recorded path, with the key and name the scan gave it.
     /// - Returns: the scan with those entries, sorted as a scan sorts, and how many were added.
-    public static func keepingVanishedFolders(_ result: Result, root: String, state: RunState?) throws -> (
-        Result, added: Int
-    ) {
+    public static func keepingVanishedFolders(
+        _ result: Result, root: String, state: RunState?, pruneMissing: Bool = false
+    ) throws -> (Result, added: Int) {
         guard let state else { return (result, 0) }
         let base = absolute(root)
         let present = Set(result.entries.map(\.itemKey))
+        var recorded = Set<String>()
         var missing: [String] = []
-        try state.forEachKey { recorded in
-            if recorded.hadSource && !present.contains(recorded.itemKey) { missing.append(recorded.itemKey) }
+        try state.forEachKey { key in
+            recorded.insert(key.itemKey)
+            if key.hadSource && !present.contains(key.itemKey) { missing.append(key.itemKey) }
         }
+        let empty = Dictionary(result.emptyFiles.map { ($0.itemKey, $0) }, uniquingKeysWith: { a, _ in a })
+        var arrivals = Arrivals(result.entries.filter { !recorded.contains($0.itemKey) })
         var result = result
         var added = 0
         for key in missing {
-            guard let record = try state.record(forKey: key), record.sourcePath.hasPrefix(base + "/") else { continue }
+            guard let record = try state.record(forKey: key) else { continue }
+            if let entry = empty[key] {
+                result.entries.append(entry)
+                added += 1
+                continue
+            }
+            guard !pruneMissing, record.sourcePath.hasPrefix(base + "/") else { continue }
             let folder = URL(fileURLWithPath: record.sourcePath).deletingLastPathComponent().path
             // The folder is there and readable: the file itself was deleted, and the item goes.
             if FileSystem.allows(folder, R_OK | X_OK) { continue }
+            if arrivals.takes(record) { continue }
             let entry = Entry(
                 relativePath: relativePath(from: base, to: record.sourcePath), path: record.sourcePath,
                 size: record.sourceSize)
@@ -245,6 +225,31 @@ public enum FolderScan {
         }
         if added > 0 { result.entries.sort { $0.relativePath < $1.relativePath } }
         return (result, added)
+    }
+
+    /// The photos a scan found that no record has: where a vanished item's photo may
+    /// have gone (a renamed folder), told by size, then by content, each taken once.
+    struct Arrivals {
+        private var bySize: [Int64: [Entry]]
+        private var hashes: [String: String] = [:]
+
+        init(_ entries: [Entry]) { bySize = Dictionary(grouping: entries, by: \.size) }
+
+        /// Whether a new photo has `record`'s content (the photo moved): it is taken.
+        mutating func takes(_ record: ItemRecord) -> Bool {
+            guard !record.sourceHash.isEmpty, record.failure == nil, var candidates = bySize[record.sourceSize]
+            else { return false }
+            for (index, entry) in candidates.enumerated() {
+                let hash = hashes[entry.path] ?? ContentHash.file(entry.path)
+                hashes[entry.path] = hash
+                if hash == record.sourceHash {
+                    candidates.remove(at: index)
+                    bySize[record.sourceSize] = candidates
+                    return true
+                }
+            }
+            return false
+        }
     }
 
     /// The photos a manifest made by `scan` has ever named, kept beside it

@@ -54,6 +54,15 @@ public struct Manifest: Sendable {
                 "\(path) is not a manifest file (a device or socket): name a .jsonl, .ndjson, .json or .csv file, a folder of photos, or - for a JSONL manifest on standard input"
             )
         }
+        if !["jsonl", "ndjson", "json", "csv"].contains(type), info?.kind == .regular,
+            ImageFormat.sniff(Decode.head(path)) != nil
+        {
+            let folder = url.deletingLastPathComponent().relativePath
+            throw ThumbpipeError(
+                .usage,
+                "\(path) is a photo, not a manifest: run takes a folder of photos, a manifest (.jsonl, .json, .csv) or an items.archive; did you mean: thumbpipe run \(folder.isEmpty ? "." : folder)"
+            )
+        }
         var manifest: Manifest
         if type == "jsonl" || type == "ndjson" {
             let descriptor: FileDescriptor
@@ -337,7 +346,13 @@ struct ManifestBuilder {
             return s
         }
         guard let name = try string(.itemName) else {
-            throw fail(line, "itemName is required")
+            let seen = Set(fields.unknown).sorted()
+            let likely = seen.first { ["name", "title", "item", "itemname", "item_name"].contains($0.lowercased()) }
+            throw fail(
+                line,
+                "itemName is required"
+                    + (likely.map { "; found '\($0)': rename it to itemName" }
+                        ?? (seen.isEmpty ? "" : " (found \(seen.map { "'\($0)'" }.joined(separator: ", ")))")))
         }
         let serial = try string(.serialNumber) ?? ""
         var dollars: Int32 = 0

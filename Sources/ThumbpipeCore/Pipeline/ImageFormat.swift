@@ -107,7 +107,9 @@ public enum ImageFormat: String, Sendable, CaseIterable, Codable {
             head.count >= offset + bytes.count && Array(head[offset..<offset + bytes.count]) == bytes
         }
         func ascii(_ text: String, at offset: Int = 0) -> Bool { starts(Array(text.utf8), at: offset) }
-        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        // libvips's own JPEG check (jpeg2vips.c): the SOI marker alone, so a file whose
+        // first marker after it is damaged is found as the manifest route finds it.
+        if starts([0xFF, 0xD8]) { return .jpeg }
         if starts([0x89, 0x50, 0x4E, 0x47]) { return .png }
         if ascii("GIF8") { return .gif }
         if ascii("RIFF") && ascii("WEBP", at: 8) { return .webp }

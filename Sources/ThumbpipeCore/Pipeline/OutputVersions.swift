@@ -73,6 +73,11 @@ public struct OutputVersions: Sendable, Equatable {
         self.options = options
     }
 
-    /// What the fingerprints carry of the build: the libvips version, and the switches when any is set.
-    var codeSuffix: String { "vips \(libvips)" + (options.isEmpty ? "" : "|\(options)") }
+    /// The libjpeg-turbo and libdeflate versions the outputs are made with (the
+    /// plane code's decoder and encoder, the thumbnails' compressor).
+    public var codecs = "jpeg-turbo \(BuildInfo.libjpegTurboVersion) deflate \(BuildInfo.libdeflateVersion)"
+
+    /// What the fingerprints carry of the build: the libvips, libjpeg-turbo and
+    /// libdeflate versions, and the switches when any is set.
+    var codeSuffix: String { "vips \(libvips) \(codecs)" + (options.isEmpty ? "" : "|\(options)") }
 }

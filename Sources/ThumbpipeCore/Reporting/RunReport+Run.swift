@@ -49,6 +49,7 @@ extension RunReport {
         incremental.new = counts[.new] ?? 0
         incremental.changed = counts[.changed] ?? 0
         incremental.changedBy = plan.changeKinds
+        incremental.keptBy = plan.keptKinds.isEmpty ? nil : plan.keptKinds
         incremental.metadata = counts[.metadata] ?? 0
         incremental.moved = counts[.moved] ?? 0
         incremental.unchanged = counts[.unchanged] ?? 0
@@ -103,7 +104,9 @@ extension RunReport {
     }
 
     /// The plan in one line (``IncrementalPlan/summary(_:_:)``).
-    public var planSummary: String { IncrementalPlan.summary(classes, incremental.changedBy) }
+    public var planSummary: String {
+        IncrementalPlan.summary(classes, incremental.changedBy, kept: incremental.keptBy)
+    }
 }
 
 extension OrderedSink {

@@ -55,6 +55,8 @@ public struct RunReport: Sendable, Codable {
         public var unchanged = 0
         public var removed = 0
         public var kept = 0
+        /// Why the kept items were kept: `source missing`, `unreadable`, `empty` (absent from older reports).
+        public var keptBy: [String: Int]?
         /// The removed items, by name and last source (at most 1,000).
         public var removedItems: [RemovedItem] = []
         /// The items whose photo moved to a new key, old key → new (at most 1,000).

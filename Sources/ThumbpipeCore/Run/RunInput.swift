@@ -31,11 +31,17 @@ extension Run {
                 input, result: found, recursive: request.flags.recursive, output: request.output.path,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
             if let skipped = found.skippedSummary { notice("thumbpipe: \(input): \(skipped)") }
+            for folder in found.unreadableFolders {
+                notice(
+                    "thumbpipe: \(input): cannot read sub-folder \(folder); its photos are not scanned, and items made from them keep their outputs"
+                )
+            }
             scanned = found
             let state =
                 FileSystem.exists(request.output.layout.state)
                 ? try RunState(folder: request.output.path, readOnly: true) : nil
-            let (result, _) = try FolderScan.keepingVanishedFolders(found, root: input, state: state)
+            let (result, _) = try FolderScan.keepingVanishedFolders(
+                found, root: input, state: state, pruneMissing: request.flags.pruneMissing)
             return FolderScan.manifest(result, name: input)
         }
         if ArchiveInput.isArchive(input) {

@@ -60,13 +60,27 @@ public struct IncrementalPlan: Sendable {
         return result
     }
 
+    /// Why the kept items kept their outputs: `source missing`, `unreadable`, `empty`, with counts.
+    public var keptKinds: [String: Int] {
+        var result: [String: Int] = [:]
+        for entry in work where entry.itemClass == .kept {
+            let kind =
+                entry.reasons.contains(.sourceUnreadable)
+                ? "unreadable" : entry.reasons.contains(.sourceEmpty) ? "empty" : "source missing"
+            result[kind, default: 0] += 1
+        }
+        return result
+    }
+
     /// The plan in one line: `3 new, 2 changed (1 source, 1 settings), 1 metadata,
     /// 1 moved, 40 unchanged, 1 removed, 1 kept (source missing)` (classes with no
     /// item left out, but for new, changed, unchanged and removed).
-    public var summary: String { Self.summary(counts, changeKinds) }
+    public var summary: String { Self.summary(counts, changeKinds, kept: keptKinds) }
 
     /// The line ``summary`` shows, from counts (a run's result keeps them).
-    public static func summary(_ counts: [ItemClass: Int], _ kinds: [String: Int]) -> String {
+    public static func summary(_ counts: [ItemClass: Int], _ kinds: [String: Int], kept: [String: Int]? = nil)
+        -> String
+    {
         func count(_ c: ItemClass) -> Int { counts[c] ?? 0 }
         var parts = ["\(count(.new)) new"]
         let kindText = kinds.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
@@ -76,7 +90,13 @@ public struct IncrementalPlan: Sendable {
         if count(.moved) > 0 { parts.append("\(count(.moved)) moved") }
         parts.append("\(count(.unchanged)) unchanged")
         parts.append("\(count(.removed)) removed")
-        if count(.kept) > 0 { parts.append("\(count(.kept)) kept (source missing)") }
+        if count(.kept) > 0 {
+            let why =
+                (kept ?? [:]).filter { $0.key != "source missing" }.isEmpty
+                ? "source missing"
+                : (kept ?? [:]).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            parts.append("\(count(.kept)) kept (\(why))")
+        }
         return parts.joined(separator: ", ")
     }
 

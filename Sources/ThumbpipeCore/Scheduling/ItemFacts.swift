@@ -11,6 +11,9 @@ struct ItemFacts: Sendable, Equatable {
     var source: FileStamp?
     /// The source's name does not exist (gone, not merely unreadable).
     var sourceGone = false
+    /// Why the source, which is there, cannot be read (it or a folder above it
+    /// refuses this user, an I/O error); nil when it can be, or was not tried.
+    var unreadable: Errno?
     /// The source's content hash, when asked for.
     var sourceHash: String?
     /// The store file's stamp, when it was looked at.
@@ -21,13 +24,23 @@ struct ItemFacts: Sendable, Equatable {
     /// Gathers what classifying the item needs, asking the ledger's pure rules
     /// which facts those are: the source's stamp always, whether its name exists
     /// only when it cannot be stat'ed, its hash only when its stamp cannot decide,
-    /// and the store file only when the source is the same and the store would be kept.
+    /// whether it can be read only when it would be read (hashed, or redone), and
+    /// the store file only when the source is the same and the store would be kept.
     static func gather(path: String, previous: ItemRecord, storePath: String, rules: ItemLedger.Rules) -> ItemFacts {
         var facts = ItemFacts(source: FileStamp(path: path))
-        if facts.source == nil { facts.sourceGone = !FileSystem.allows(path, F_OK) }
+        if facts.source == nil {
+            let error = FileSystem.statError(path)
+            facts.sourceGone = error == .noEntry || error == Errno(rawValue: ENOTDIR)
+            if !facts.sourceGone { facts.unreadable = error }
+        }
         if ItemLedger.keepsMissingSource(path: path, previous: previous, facts: facts, rules: rules) { return facts }
+        guard facts.source != nil else { return facts }
         if ItemLedger.needsSourceHash(path: path, previous: previous, stamp: facts.source, rules: rules) {
             facts.sourceHash = ContentHash.file(path)
+            if facts.sourceHash == nil { facts.unreadable = FileSystem.readError(path) }
+        } else if ItemLedger.stampChanged(path: path, previous: previous, stamp: facts.source) || rules.force {
+            // It will be read by its job: one that cannot be is kept, not failed and emptied.
+            facts.unreadable = FileSystem.readError(path)
         }
         guard ItemLedger.checksStoreFile(path: path, previous: previous, facts: facts, rules: rules) else {
             return facts

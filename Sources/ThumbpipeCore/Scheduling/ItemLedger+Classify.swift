@@ -22,9 +22,31 @@ extension ItemLedger {
             && previous.sourcePath == path
     }
 
+    /// Why an item whose photo is there but cannot be used tonight keeps what its
+    /// last run made: it cannot be read (a permission glitch on a share), or it is
+    /// empty (being rewritten). Never for an item whose record is a failure (there is
+    /// nothing good to keep), nor for a photo that was empty when it was recorded.
+    static func keepsUnusableSource(previous: ItemRecord, facts: ItemFacts) -> WorkReasons? {
+        guard previous.failure == nil, !facts.sourceGone else { return nil }
+        if facts.unreadable != nil || facts.source == nil { return .sourceUnreadable }
+        if facts.source?.size == 0 && previous.sourceSize != 0 { return .sourceEmpty }
+        return nil
+    }
+
     /// Whether the source's stamp (or path) differs from the record's.
     static func stampChanged(path: String, previous: ItemRecord, stamp: FileStamp?) -> Bool {
         previous.sourcePath != path || stamp?.size != previous.sourceSize || stamp?.modified != previous.sourceModified
+    }
+
+    /// Whether the source keeps its path, size and time but is another file, or
+    /// was changed in place with its time set back: its inode or change time moved
+    /// (where the record knows them).
+    static func identityChanged(path: String, previous: ItemRecord, stamp: FileStamp?) -> Bool {
+        guard let stamp, !stampChanged(path: path, previous: previous, stamp: stamp) else { return false }
+        let recorded = FileStamp(
+            size: previous.sourceSize, modified: previous.sourceModified, inode: previous.sourceInode,
+            changed: previous.sourceChanged)
+        return recorded.identityDiffers(from: stamp)
     }
 
     /// Whether content must decide: always with `--verify-content`; otherwise for a
@@ -37,11 +59,13 @@ extension ItemLedger {
     }
 
     /// Whether content, not the stamp, decides if the source is the same: with
-    /// `--verify-content`, or for a source under a new path with the recorded size.
+    /// `--verify-content`, for a source under a new path with the recorded size,
+    /// or for one whose identity changed under the recorded stamp.
     static func contentDecides(path: String, previous: ItemRecord, stamp: FileStamp?, rules: Rules) -> Bool {
         rules.verifyContent
             || (stampChanged(path: path, previous: previous, stamp: stamp) && previous.sourcePath != path
                 && stamp?.size == previous.sourceSize)
+            || identityChanged(path: path, previous: previous, stamp: stamp)
     }
 
     /// The source's verdict: changed, or the same (by stamp, or by content under
@@ -49,7 +73,9 @@ extension ItemLedger {
     static func sourceVerdict(path: String, previous: ItemRecord, facts: ItemFacts, rules: Rules) -> (
         changed: Bool, restamp: (path: String, stamp: FileStamp)?, moved: Bool
     ) {
-        let stampChanged = stampChanged(path: path, previous: previous, stamp: facts.source)
+        let stampChanged =
+            stampChanged(path: path, previous: previous, stamp: facts.source)
+            || identityChanged(path: path, previous: previous, stamp: facts.source)
         guard contentDecides(path: path, previous: previous, stamp: facts.source, rules: rules) else {
             return (stampChanged, nil, false)
         }
@@ -96,6 +122,11 @@ extension ItemLedger {
         if keepsMissingSource(path: path, previous: previous, facts: facts, rules: rules) {
             return ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: .sourceMissing)
         }
+        if let unusable = keepsUnusableSource(previous: previous, facts: facts) {
+            var work = ItemWork(itemClass: .kept, needsThumbnail: false, needsStore: false, reasons: unusable)
+            work.unreadable = unusable == .sourceUnreadable ? (facts.unreadable ?? .accessDenied).rawValue : 0
+            return work
+        }
         if rules.force || previous.isRebuilt {
             return ItemWork(
                 itemClass: .changed, needsThumbnail: true, needsStore: true,
@@ -103,7 +134,11 @@ extension ItemLedger {
         }
         let source = sourceVerdict(path: path, previous: previous, facts: facts, rules: rules)
         if source.changed {
-            return ItemWork(itemClass: .changed, needsThumbnail: true, needsStore: true, reasons: .sourceChanged)
+            let replaced =
+                identityChanged(path: path, previous: previous, stamp: facts.source) && !rules.verifyContent
+            return ItemWork(
+                itemClass: .changed, needsThumbnail: true, needsStore: true,
+                reasons: replaced ? .sourceReplaced : .sourceChanged)
         }
         var reasons: WorkReasons = []
         var needsThumbnail: Bool

@@ -288,6 +288,8 @@ struct ItemLedger: Sendable {
                     restored.sourcePath = restamp.path
                     restored.sourceSize = restamp.stamp.size
                     restored.sourceModified = restamp.stamp.modified
+                    restored.sourceInode = restamp.stamp.inode
+                    restored.sourceChanged = restamp.stamp.changed
                 }
                 if case .move = store, let stamp = storeStamp() {
                     restored.storeSize = stamp.size
@@ -331,30 +333,40 @@ struct ItemLedger: Sendable {
         return Settlement(finished: finished, deletesStore: deletesStore)
     }
 
-    /// An item whose source is missing: archived with its last good thumbnail and
-    /// date, its store file kept, and reported as kept since the night the source
-    /// was first missed (recorded then, so later nights say the same date).
+    /// An item whose source is missing, unreadable or empty tonight: archived with
+    /// its last good thumbnail and date, its store file kept, and reported as a
+    /// failure that says why. A missing one is kept since the night it was first
+    /// missed (recorded then, so later nights say the same date); an unreadable or
+    /// empty one leaves its record as it was, so it is unchanged once it is back.
     private func settleKept(previous: ItemRecord, png: Data, date: Date, logs: Bool, now: Date) -> Settlement {
         let since = Date(timeIntervalSince1970: previous.missingSince ?? now.timeIntervalSince1970)
         var finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
-        let message =
-            "source missing since \(ISO8601Format.string(since)): its last good thumbnail and store file are kept (--prune-missing drops them)"
+        let kept = "its last good thumbnail and store file are kept"
+        let why: String
+        var message: String
+        if work?.reasons.contains(.sourceUnreadable) == true {
+            why = "cannot be read (\(Errno(rawValue: work?.unreadable ?? EACCES)))"
+            message = "\(why): \(kept); check its permissions (it is done again once it can be read)"
+        } else if work?.reasons.contains(.sourceEmpty) == true {
+            why = "is empty (0 bytes)"
+            message = "\(why), perhaps while it is being written: \(kept) (it is done again once it has bytes)"
+        } else {
+            why = "source missing since \(ISO8601Format.string(since))"
+            message = "\(why): \(kept) (--prune-missing drops them)"
+        }
         var failure = FailureRecord(
             line: item.line, itemKey: item.itemKey, itemName: item.itemName, source: item.image ?? "", stage: .decode,
             message: message)
         failure.kept = true
         if previous.missingSince != nil { failure.known = true }
         finished.failure = failure
-        if recordsState && previous.missingSince == nil {
+        if recordsState && previous.missingSince == nil && work?.reasons.contains(.sourceMissing) == true {
             var record = previous
             record.missingSince = since.timeIntervalSince1970
             finished.record = record
         }
-        if logs {
-            finished.log = logEntry(
-                action: .kept, reason: "source missing since \(ISO8601Format.string(since))")
-        }
+        if logs { finished.log = logEntry(action: .kept, reason: why) }
         return Settlement(finished: finished, deletesStore: false)
     }
 
@@ -390,6 +402,7 @@ struct ItemLedger: Sendable {
             storeModified: stored?.modified ?? -1, storeHash: stored == nil ? "" : storeHash ?? "",
             failure: failure, seconds: outcome?.spans.totals.values.reduce(0, +) ?? 0,
             failureFingerprint: failure != nil ? fingerprints.failure : "", itemName: item.itemName,
-            fieldsHash: ItemRecord.fieldsHash(item))
+            fieldsHash: ItemRecord.fieldsHash(item), sourceInode: source?.inode ?? 0,
+            sourceChanged: source?.changed ?? 0)
     }
 }

@@ -69,6 +69,15 @@ public struct WorkReasons: OptionSet, Sendable {
     /// The thumbnail the state holds for it is missing or is not one thumbpipe
     /// made (found when the run reads it, not by the plan): made again.
     public static let recordedThumbnailDamaged = WorkReasons(rawValue: 1 << 18)
+    /// The photo is there but cannot be read tonight (permissions, an I/O error):
+    /// its last good outputs are kept and it is reported as a failure.
+    public static let sourceUnreadable = WorkReasons(rawValue: 1 << 19)
+    /// The photo is there but empty (0 bytes), as while it is being rewritten:
+    /// its last good outputs are kept and it is reported as a failure.
+    public static let sourceEmpty = WorkReasons(rawValue: 1 << 20)
+    /// The photo keeps its size and time but is another file, or was changed in
+    /// place (its inode or change time moved): its content decides.
+    public static let sourceReplaced = WorkReasons(rawValue: 1 << 21)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
@@ -80,6 +89,8 @@ public struct WorkReasons: OptionSet, Sendable {
         (.codeChanged, "thumbpipe or libvips upgraded (output version)"), (.fieldsChanged, "fields edited"),
         (.moved, "same content under a new path or key"),
         (.recordedThumbnailDamaged, "the state's thumbnail missing or damaged"),
+        (.sourceUnreadable, "source cannot be read"), (.sourceEmpty, "source is empty (0 bytes)"),
+        (.sourceReplaced, "source replaced (same size and time, another inode or change time)"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -93,7 +104,7 @@ public struct WorkReasons: OptionSet, Sendable {
     public var changeKind: String {
         if contains(.forced) { return "forced" }
         if contains(.stateRebuilt) { return "rebuilt" }
-        if !isDisjoint(with: [.sourceChanged, .imageRemoved]) { return "source" }
+        if !isDisjoint(with: [.sourceChanged, .imageRemoved, .sourceReplaced]) { return "source" }
         if !isDisjoint(with: [.thumbnailSettingsChanged, .storeSettingsChanged, .limitsChanged]) { return "settings" }
         if contains(.codeChanged) { return "algorithm" }
         if !isDisjoint(with: [.storeFileMissing, .storeFileDamaged, .recordedThumbnailDamaged]) { return "output" }
@@ -117,6 +128,9 @@ public struct ItemWork: Sendable {
     /// With `--verify-content`: the source's new path and stamp, when only they
     /// changed (touched, copied, restored) and its content did not: recorded, not redone.
     var restamp: (path: String, stamp: FileStamp)? = nil
+    /// For a kept item whose source cannot be read: why (the `errno` of the
+    /// attempt), so its failure can say so; 0 otherwise.
+    var unreadable: Int32 = 0
 
     /// Why, in a few words, for `--dry-run`.
     public var reason: String { reasons.text }

@@ -37,6 +37,11 @@ public struct ItemRecord: Sendable, Equatable {
     /// ``ItemRecord/fieldsHash(_:)`` of the item's archived fields when it was
     /// recorded (0 when unknown): a different one is a metadata edit.
     public var fieldsHash: UInt64 = 0
+    /// The source's inode and inode change time (ns) when it was recorded; 0 when
+    /// not known (a state of schema 1 to 3): a replacement with the same size and
+    /// time shows in them.
+    public var sourceInode: UInt64 = 0
+    public var sourceChanged: Int64 = 0
 
     /// A time no run records, read back from a damaged or crafted state: a date or
     /// a missing-since past ``ArchivedItem/dateLimit`` (what an archive's reader
@@ -93,10 +98,11 @@ public final class RunState: @unchecked Sendable {
     /// 2 added `missing_since` (a source missing while its outputs are kept); 3
     /// stores a failure structured (`failure_stage`, `failure` its message, and
     /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`), and
-    /// the item's name and a hash of its fields (`item_name`, `fields_hash`).
+    /// the item's name and a hash of its fields (`item_name`, `fields_hash`); 4
+    /// the source's identity (`source_inode`, `source_changed`).
     /// An older state is upgraded in place when opened for writing, and read as it
     /// is when opened read-only (a dry run).
-    public static let schemaVersion: Int64 = 3
+    public static let schemaVersion: Int64 = 4
     private let database: SQLiteDatabase
     private let lock = NSLock()
     /// The schema of the rows as they are on disk (older only when opened read-only).
@@ -144,7 +150,9 @@ public final class RunState: @unchecked Sendable {
                     failure_stage TEXT,
                     failure_fingerprint TEXT NOT NULL DEFAULT '',
                     item_name TEXT NOT NULL DEFAULT '',
-                    fields_hash INTEGER NOT NULL DEFAULT 0
+                    fields_hash INTEGER NOT NULL DEFAULT 0,
+                    source_inode INTEGER NOT NULL DEFAULT 0,
+                    source_changed INTEGER NOT NULL DEFAULT 0
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -186,6 +194,14 @@ public final class RunState: @unchecked Sendable {
                 WHERE failure IS NOT NULL;
                 """)
         }
+        if version < 4 {
+            // Unknown (0) until an item is recorded again: its identity is not compared till then.
+            steps.append(
+                """
+                ALTER TABLE items ADD COLUMN source_inode INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE items ADD COLUMN source_changed INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         steps.append("PRAGMA user_version = \(schemaVersion); COMMIT;")
         return steps.joined(separator: "\n")
     }
@@ -217,7 +233,8 @@ public final class RunState: @unchecked Sendable {
                 SELECT item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                        store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
-                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0")
+                       \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0"),
+                       \(rowSchema >= 4 ? "source_inode, source_changed" : "0, 0")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -229,6 +246,8 @@ public final class RunState: @unchecked Sendable {
                     storeHash: row.text(10) ?? "", failure: nil, seconds: row.real(12) ?? 0,
                     missingSince: row.real(13), failureFingerprint: row.text(15) ?? "", itemName: row.text(16) ?? "",
                     fieldsHash: UInt64(bitPattern: row.integer(17)))
+                record.sourceInode = UInt64(bitPattern: row.integer(18))
+                record.sourceChanged = row.integer(19)
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -322,8 +341,9 @@ public final class RunState: @unchecked Sendable {
                 INSERT OR REPLACE INTO items (
                     item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                     store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
-                    thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash,
+                    source_inode, source_changed
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -334,6 +354,7 @@ public final class RunState: @unchecked Sendable {
                     thumbnail.map { .blob($0) } ?? .null, record.missingSince.map { .real($0) } ?? .null,
                     record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
                     .text(record.itemName), .integer(Int64(bitPattern: record.fieldsHash)),
+                    .integer(Int64(bitPattern: record.sourceInode)), .integer(record.sourceChanged),
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
@@ -361,14 +382,22 @@ public final class RunState: @unchecked Sendable {
     }
 }
 
-/// A file's size and modification time, as the fast path compares them.
+/// A file's size and modification time, as the fast path compares them, and
+/// its identity (inode and change time), which tells a file replaced by another
+/// of the same size and time from the one recorded.
 struct FileStamp: Equatable, Codable, Sendable {
     var size: Int64
     var modified: Int64
+    /// The inode, 0 when not known (a record from before schema 4).
+    var inode: UInt64 = 0
+    /// The inode's change time in nanoseconds, 0 when not known.
+    var changed: Int64 = 0
 
-    init(size: Int64, modified: Int64) {
+    init(size: Int64, modified: Int64, inode: UInt64 = 0, changed: Int64 = 0) {
         self.size = size
         self.modified = modified
+        self.inode = inode
+        self.changed = changed
     }
 
     init?(path: String) {
@@ -380,5 +409,13 @@ struct FileStamp: Equatable, Codable, Sendable {
     init(_ info: FileInfo) {
         size = info.size
         modified = info.modified
+        inode = info.inode
+        changed = info.changed
+    }
+
+    /// Whether `other` is another file than this one's, or this one changed since
+    /// (another inode or change time), where both are known.
+    func identityDiffers(from other: FileStamp) -> Bool {
+        inode != 0 && other.inode != 0 && (inode != other.inode || changed != other.changed)
     }
 }

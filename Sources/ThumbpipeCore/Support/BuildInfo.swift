@@ -1,4 +1,6 @@
 import CBuildInfo
+import CDeflate
+import CJpegPlanes
 import CVips
 
 /// What `thumbpipe --version` says about this build.
@@ -13,8 +15,18 @@ public enum BuildInfo {
     /// The version of the libvips this process runs with (not the one it was built against).
     public static var libvipsVersion: String { LibVips.version }
 
+    /// The libjpeg-turbo the plane code was compiled against (`2.1.5`): the plane
+    /// code reads its internals, so it is tied to it (CJpegPlanes refuses others).
+    public static var libjpegTurboVersion: String {
+        let number = Int(CJpegPlanes_libjpegTurboVersion())
+        return "\(number / 1_000_000).\(number / 1_000 % 1_000).\(number % 1_000)"
+    }
+
+    /// The libdeflate thumbnails' PNGs are compressed with, as compiled against.
+    public static var libdeflateVersion: String { LIBDEFLATE_VERSION_STRING }
+
     /// The lines of `--version`.
     public static var description: String {
-        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)\nsandbox \(Sandbox.probe())"
+        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)\nlibjpeg-turbo \(libjpegTurboVersion)\nlibdeflate \(libdeflateVersion)\nsandbox \(Sandbox.probe())"
     }
 }

@@ -68,6 +68,23 @@ public enum FileSystem {
     /// Whether this process may do `mode` (R_OK, W_OK, X_OK, F_OK) on `path` (access).
     public static func allows(_ path: String, _ mode: Int32) -> Bool { access(path, mode) == 0 }
 
+    /// Why `path` cannot be stat'ed (following links); nil when it can.
+    public static func statError(_ path: String) -> Errno? {
+        var info = stat()
+        return stat(path, &info) == 0 ? nil : Errno.current
+    }
+
+    /// Why `path` cannot be opened for reading (as a job would open it: never
+    /// blocking on a FIFO); nil when it can. The file is closed at once.
+    public static func readError(_ path: String) -> Errno? {
+        do {
+            _ = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     /// `path` with every link and `..` resolved (realpath); nil when a part of it is missing.
     public static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
@@ -150,6 +167,8 @@ public enum FileSystem {
 public struct FileInfo: Sendable, Equatable {
     /// What kind of file it is.
     public enum Kind: Sendable, Equatable { case regular, directory, symlink, other }
+    /// What an `.other` file is.
+    public enum Special: Sendable, Equatable { case fifo, device, socket }
 
     public var kind: Kind
     /// Size in bytes.
@@ -161,6 +180,11 @@ public struct FileInfo: Sendable, Equatable {
     public var inode: UInt64
     /// How many names (hard links) the file has.
     public var links: UInt64 = 1
+    /// The inode's change time (`st_ctim`), nanoseconds since 1970: moved on by
+    /// every write, `chmod`, rename and replacement, and settable by no user call.
+    public var changed: Int64 = 0
+    /// What the file is when its kind is `.other`; nil otherwise.
+    public var special: Special? = nil
 
     /// The file at `path`, symlinks followed (`stat`), or the link itself
     /// (`followingLinks: false`, `lstat`); nil when there is none (errno says why).
@@ -177,11 +201,18 @@ public struct FileInfo: Sendable, Equatable {
         case S_IFLNK: kind = .symlink
         default: kind = .other
         }
+        switch info.st_mode & S_IFMT {
+        case S_IFIFO: special = .fifo
+        case S_IFCHR, S_IFBLK: special = .device
+        case S_IFSOCK: special = .socket
+        default: special = nil
+        }
         size = Int64(info.st_size)
         modified = Self.nanoseconds(info.st_mtim)
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         links = UInt64(info.st_nlink)
+        changed = Self.nanoseconds(info.st_ctim)
     }
 
     /// A file time in nanoseconds since 1970. 64 bits of nanoseconds reach from

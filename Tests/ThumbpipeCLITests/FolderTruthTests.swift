@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+/// Folder mode loses nothing and misses nothing, night after night: a photo that
+/// cannot be read or is empty for a night keeps its item, a renamed sub-folder's
+/// photos are moved (no ghosts), a replacement with the same size and time is
+/// redone, and links, pipes and devices are followed or named. Run as an
+/// unprivileged user where the tests run as root, since root reads any file.
+@Suite("Folder mode: a night that cannot read a photo loses nothing", .serialized)
+struct FolderTruthTests {
+    /// `thumbpipe ARGS` as `nobody` when the tests run as root (as the current user otherwise).
+    func runUnprivileged(_ arguments: [String], in folder: String) throws -> ProcessResult {
+        guard getuid() == 0 else { return try runThumbpipe(arguments, in: folder) }
+        return try runProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", TestPaths.executable] + arguments, in: folder)
+    }
+
+    /// A folder of photos in two sub-folders, owned by the user the runs run as.
+    func collection() throws -> String {
+        let folder = TestPaths.temporaryFolder("truth")
+        let photos = folder + "/photos"
+        for sub in ["2021/Trip", "2020"] {
+            try FileManager.default.createDirectory(atPath: photos + "/" + sub, withIntermediateDirectories: true)
+        }
+        for name in ["Blackberry-Z10-small", "FujiFilm-FinePix-F40fd-small", "Kodak-PIXPRO-SP360-small"] {
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("photos/\(name).jpg"), toPath: photos + "/2021/Trip/\(name).jpg")
+        }
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Leica-T-Typ-701-small.jpg"), toPath: photos + "/2020/a.jpg")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Apple-iPhone-6-plus-small.jpg"), toPath: photos + "/2020/b.jpg")
+        if getuid() == 0 {
+            #expect(try runProcess("/bin/chown", ["-R", "65534:65534", folder]).status == 0)
+        }
+        return folder
+    }
+
+    func report(_ folder: String) throws -> [String: Any] { try readJSONObject(folder + "/out/.thumbpipe/report.json") }
+
+    @Test(
+        "An unreadable photo, then an empty one: kept (exit 1, says why), outputs and archive entry intact; back, unchanged"
+    )
+    func unreadableAndEmpty() throws {
+        let folder = try collection()
+        let run = ["run", "photos", "-r", "-o", "out"]
+        #expect(try runUnprivileged(run + ["-q"], in: folder).status == 0)
+        let stores = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter { $0.count == 36 }
+        let archive = try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+
+        #expect(chmod(folder + "/photos/2020/a.jpg", 0) == 0)
+        let locked = try runUnprivileged(run, in: folder)
+        #expect(locked.status == 1, "\(locked.stderr)")
+        #expect(locked.stderr.contains("2020/a.jpg: cannot be read (Permission denied)"), "\(locked.stderr)")
+        #expect(!locked.stderr.contains("empty"), "\(locked.stderr)")
+        #expect(locked.stderr.contains("1 kept (1 unreadable)"), "\(locked.stderr)")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter { $0.count == 36 }.count == 5)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive")) == archive)
+
+        #expect(chmod(folder + "/photos/2020/a.jpg", 0o644) == 0)
+        let back = try runUnprivileged(run, in: folder)
+        #expect(back.status == 0 && back.stderr.contains("0 decoded"), "\(back.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive")) == archive)
+
+        // Being rewritten: 0 bytes for a moment.
+        let path = folder + "/photos/2020/b.jpg"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try Data().write(to: URL(fileURLWithPath: path))
+        let empty = try runUnprivileged(run, in: folder)
+        #expect(empty.status == 1 && empty.stderr.contains("2020/b.jpg: is empty (0 bytes)"), "\(empty.stderr)")
+        #expect(try report(folder).counts("incremental")["removed"] == 0)
+        #expect(
+            Set(try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter { $0.count == 36 })
+                == Set(stores))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive")) == archive)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let written = try runUnprivileged(run + ["-q"], in: folder)
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(try report(folder).counts("incremental")["decoded"] == 1)
+    }
+
+    @Test("A renamed sub-folder's photos are moved: no ghost items, exit 0; --prune-missing removes a vanished one")
+    func renamedFolder() throws {
+        let folder = try collection()
+        let run = ["run", "photos", "-r", "-o", "out", "-q"]
+        #expect(try runUnprivileged(run, in: folder).status == 0)
+        try FileManager.default.moveItem(atPath: folder + "/photos/2021/Trip", toPath: folder + "/photos/2021/Iceland")
+        let renamed = try runUnprivileged(run, in: folder)
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        let counts = try report(folder).counts("incremental")
+        #expect(counts["moved"] == 3 && counts["kept"] == 0 && counts["decoded"] == 0, "\(counts)")
+        let inspect = try runThumbpipe(["inspect", folder + "/out/items.archive", "--json"])
+        #expect(inspect.stdout.components(separatedBy: "\"itemKey\"").count - 1 == 5, "\(inspect.stdout)")
+        let again = try runUnprivileged(run, in: folder)
+        #expect(again.status == 0, "every later night is clean: \(again.stderr)")
+
+        // A folder moved away entirely, with --prune-missing: its items leave the archive.
+        try FileManager.default.moveItem(atPath: folder + "/photos/2021", toPath: folder + "/elsewhere")
+        let pruned = try runUnprivileged(run + ["--prune-missing", "--max-removed", "100%"], in: folder)
+        #expect(pruned.status == 0, "\(pruned.stderr)")
+        #expect(try report(folder).counts("incremental")["removed"] == 3)
+        let left = try runThumbpipe(["inspect", folder + "/out/items.archive", "--json"])
+        #expect(left.stdout.components(separatedBy: "\"itemKey\"").count - 1 == 2, "\(left.stdout)")
+    }
+
+    @Test("A photo replaced by another of the same size and time (another inode) is redone")
+    func sameStampReplacement() throws {
+        let folder = try collection()
+        let run = ["run", "photos", "-r", "-o", "out", "-q"]
+        #expect(try runUnprivileged(run, in: folder).status == 0)
+        let path = folder + "/photos/2020/a.jpg"
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[bytes.count - 100] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path + ".new"))
+        #expect(rename(path + ".new", path) == 0)
+        try FileManager.default.setAttributes(
+            [.modificationDate: attributes[.modificationDate]!, .ownerAccountID: attributes[.ownerAccountID]!],
+            ofItemAtPath: path)
+        let replaced = try runUnprivileged(run, in: folder)
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try report(folder).counts("incremental")["decoded"] == 1)
+        let quiet = try runUnprivileged(run, in: folder)
+        #expect(quiet.status == 0, "\(quiet.stderr)")
+        #expect(try report(folder).counts("incremental")["decoded"] == 0)
+    }
+
+    @Test(
+        "Links to folders are followed once (loops counted), pipes and devices named, an unreadable sub-folder costs only itself"
+    )
+    func linksPipesAndLockedFolders() throws {
+        let folder = try collection()
+        let photos = folder + "/photos"
+        let outside = folder + "/outside/more"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"), toPath: outside + "/c.jpg")
+        try FileManager.default.createSymbolicLink(atPath: photos + "/linked", withDestinationPath: folder + "/outside")
+        try FileManager.default.createSymbolicLink(atPath: photos + "/2020/up", withDestinationPath: "..")
+        try FileManager.default.createSymbolicLink(atPath: photos + "/null.jpg", withDestinationPath: "/dev/null")
+        #expect(mkfifo(photos + "/pipe.jpg", 0o644) == 0)
+        // A JPEG whose first marker after SOI is damaged (two stray bytes before it): libvips
+        // reads it with a warning, so folder mode lists it as manifest mode takes it.
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg")))
+        try (jpeg.prefix(2) + Data([0x00, 0x00]) + jpeg.dropFirst(2)).write(
+            to: URL(fileURLWithPath: photos + "/damaged-marker.jpg"))
+        if getuid() == 0 { #expect(try runProcess("/bin/chown", ["-R", "65534:65534", folder]).status == 0) }
+
+        let scan = try runUnprivileged(["scan", "photos", "-r", "-o", "m.jsonl"], in: folder)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let manifest = try String(contentsOfFile: folder + "/m.jsonl", encoding: .utf8)
+        #expect(manifest.contains("linked/more/c.jpg") && manifest.contains("damaged-marker.jpg"), "\(manifest)")
+        #expect(manifest.split(separator: "\n").count == 7, "\(manifest)")
+        #expect(scan.stderr.contains("skipped null.jpg: device file"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("skipped pipe.jpg: named pipe (FIFO)"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("1 symlink to folders not followed"), "\(scan.stderr)")
+
+        let run = ["run", "photos", "-r", "-o", "out"]
+        let first = try runUnprivileged(run, in: folder)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try report(folder).counts("incremental")["new"] == 7)
+        #expect(chmod(photos + "/2021/Trip", 0) == 0)
+        let locked = try runUnprivileged(run, in: folder)
+        #expect(locked.status == 1, "its items are kept, and that is news: \(locked.stderr)")
+        #expect(locked.stderr.contains("cannot read sub-folder 2021/Trip: Permission denied"), "\(locked.stderr)")
+        let counts = try report(folder).counts("incremental")
+        #expect(counts["kept"] == 3 && counts["unchanged"] == 4 && counts["removed"] == 0, "\(counts)")
+        #expect(chmod(photos + "/2021/Trip", 0o755) == 0)
+    }
+
+    @Test("Messages read as English and suggest the likely fix")
+    func messages() throws {
+        let folder = TestPaths.temporaryFolder("messages")
+        let photos = folder + "/lightroom"
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Sigma-DP1-small.jpg"), toPath: photos + "/IMG_4501.jpg")
+        for name in ["a.bin", "b.bin"] {
+            try Data([0x01, 0x02, 0x03, 0x04]).write(to: URL(fileURLWithPath: photos + "/" + name))
+        }
+        let command = try runThumbpipe(["lightroom", "-r"], in: folder)
+        #expect(
+            command.status == 64 && command.stderr.contains("to run it: thumbpipe run lightroom -r"),
+            "\(command.stderr)")
+        let photo = try runThumbpipe(["run", "lightroom/IMG_4501.jpg"], in: folder)
+        #expect(photo.status == 64, "\(photo.stderr)")
+        #expect(
+            photo.stderr.contains("is a photo, not a manifest")
+                && photo.stderr.contains("did you mean: thumbpipe run lightroom"), "\(photo.stderr)")
+        let manifest = writeFile(folder, "items.jsonl", #"{"name": "Bike", "image": "lightroom/IMG_4501.jpg"}"# + "\n")
+        let named = try runThumbpipe(["run", manifest, "-o", folder + "/out"])
+        #expect(named.stderr.contains("itemName is required; found 'name': rename it to itemName"), "\(named.stderr)")
+        let scan = try runThumbpipe(["scan", "lightroom"], in: folder)
+        #expect(scan.stderr.contains("2 files skipped: 2 files of unknown type"), "\(scan.stderr)")
+    }
+}
