@@ -30,6 +30,44 @@ public enum Merge {
         parts: [String], output: String, runId: String? = nil, wait: Double = 0,
         onWait: (String) -> Void = { _ in }
     ) throws -> Result {
+        try checkArguments(parts: parts, output: output)
+        // Held until the merge ends: no run can start writing a part under us.
+        let opened = try PartSet.open(parts, runId: runId, wait: wait, onWait: onWait)
+        defer { withExtendedLifetime(opened) {} }
+        let infos = opened.infos
+        try checkShards(parts: parts, infos: infos)
+        let loaded = try zip(parts, infos).map { try Part(folder: OutputFolder($0), info: $1) }
+        guard infos.map(\.positions.count).reduce(0, +) == infos[0].manifestItems else {
+            throw ThumbpipeError(
+                .dataError,
+                "the parts hold \(infos.map(\.positions.count).reduce(0, +)) items, the manifest \(infos[0].manifestItems)"
+            )
+        }
+        let out = OutputFolder(output)
+        let lock = try out.prepare()
+        defer { withExtendedLifetime(lock) {} }
+        var earlierKeys = try earlierMerge(into: out, archiveFileName: infos[0].archiveFileName)
+        let writer = try KeyedArchiveWriter(
+            path: out.layout.archive(infos[0].archiveFileName), className: infos[0].className,
+            itemCount: infos[0].manifestItems)
+        var result = Result(items: 0, linked: 0, copied: 0)
+        do {
+            try mergeItems(loaded, into: writer, at: out, earlierKeys: &earlierKeys, result: &result)
+            result.failures = try mergeReports(loaded.map(\.report), parts: parts, output: out)
+            try writer.finish()
+            for key in earlierKeys where (try? FileSystem.remove(out.layout.store(key: key))) != nil {
+                result.removed += 1
+            }
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        TemporaryFile.syncFolder(output)
+        return result
+    }
+
+    /// Refuses what a merge cannot mean: no parts, a part given twice, an output that is a part.
+    private static func checkArguments(parts: [String], output: String) throws {
         guard !parts.isEmpty else { throw ThumbpipeError(.usage, "merge needs the partial output folders") }
         let resolved = parts.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         if let twice = Dictionary(grouping: resolved, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
@@ -41,10 +79,10 @@ public enum Merge {
         if resolved.contains(out) || OutputGuard.realPath(output).map(realParts.contains) == true {
             throw ThumbpipeError(.usage, "the output folder \(output) is one of the parts")
         }
-        // Held until the merge ends: no run can start writing a part under us.
-        let opened = try PartSet.open(parts, runId: runId, wait: wait, onWait: onWait)
-        defer { withExtendedLifetime(opened) {} }
-        let infos = opened.infos
+    }
+
+    /// Checks the parts are the shards of one run: one manifest, one settings, every shard once.
+    private static func checkShards(parts: [String], infos: [ShardInfo]) throws {
         let first = infos[0]
         for (part, info) in zip(parts, infos) {
             guard info.manifestHash == first.manifestHash, info.manifestItems == first.manifestItems else {
@@ -71,126 +109,125 @@ public enum Merge {
                 "shard\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(first.shards)" }.joined(separator: ", ")) missing"
             )
         }
-        for (part, info) in zip(parts, infos) {
-            guard let hash = info.archiveHash else { continue }
-            let archive = OutputFolder(part).layout.archive(first.archiveFileName)
-            guard FileInfo(path: archive)?.size == info.archiveBytes, ContentHash.file(archive) == hash else {
+    }
+
+    /// One part, read and checked before anything is written: its archive (the one
+    /// its shard.json describes), its report, and its state's store-file hashes.
+    struct Part {
+        let folder: OutputFolder
+        let info: ShardInfo
+        let reader: KeyedArchiveReader
+        let report: RunReport
+        /// The store files' hashes the part's state recorded: a store file replaced since is refused.
+        let state: RunState?
+        /// The next of its archive's items to merge.
+        var cursor = 0
+
+        init(folder: OutputFolder, info: ShardInfo) throws {
+            self.folder = folder
+            self.info = info
+            let archive = folder.layout.archive(info.archiveFileName)
+            if let hash = info.archiveHash,
+                FileInfo(path: archive)?.size != info.archiveBytes || ContentHash.file(archive) != hash
+            {
                 throw ThumbpipeError(
                     .dataError,
                     "\(archive) is not the archive its shard.json describes (size or hash differ): the part was changed or mixed up with another; run that shard again"
                 )
             }
-        }
-        let readers = try parts.map {
-            try KeyedArchiveReader(path: OutputFolder($0).layout.archive(first.archiveFileName))
-        }
-        // The parts' reports, summed into the merge's: read (and checked) before anything is written.
-        let reports = try parts.map { part in
+            reader = try KeyedArchiveReader(path: archive)
             do {
-                return try RunReport.read(OutputFolder(part).layout.report)
+                report = try RunReport.read(folder.layout.report)
             } catch let error as ThumbpipeError {
                 throw ThumbpipeError(.dataError, "\(error.message); run that shard again")
             }
-        }
-        // The store files' hashes each part's state recorded: a store file replaced since is refused.
-        let states = parts.map { part in
-            FileSystem.exists(RunState.path(in: part))
-                ? try? RunState(folder: part, readOnly: true) : nil
-        }
-        for (i, reader) in readers.enumerated() where reader.count != infos[i].positions.count {
-            throw ThumbpipeError(
-                .dataError,
-                "\(parts[i]): its archive has \(reader.count) items, its shard lists \(infos[i].positions.count)")
-        }
-        guard infos.map(\.positions.count).reduce(0, +) == first.manifestItems else {
-            throw ThumbpipeError(
-                .dataError,
-                "the parts hold \(infos.map(\.positions.count).reduce(0, +)) items, the manifest \(first.manifestItems)"
-            )
+            state = FileSystem.exists(folder.layout.state) ? try? RunState(folder: folder.path, readOnly: true) : nil
+            guard reader.count == info.positions.count else {
+                throw ThumbpipeError(
+                    .dataError,
+                    "\(folder.path): its archive has \(reader.count) items, its shard lists \(info.positions.count)")
+            }
         }
 
-        let lock = try OutputFolder(output).prepare()
-        defer { withExtendedLifetime(lock) {} }
-        // What an earlier merge into this folder archived: its store files are ours to remove.
-        let archivePath = OutputFolder(output).layout.archive(first.archiveFileName)
-        var earlierKeys = Set<String>()
-        if FileSystem.exists(archivePath) {
-            guard (try? RunReport.read(OutputFolder(output).layout.report))?.mergedFrom != nil else {
+        /// The part's store file of `item`, checked to be the one its run wrote.
+        func storeFile(of item: ArchivedItem) throws -> String {
+            let source = folder.layout.store(key: item.itemKey)
+            guard let info = FileInfo(path: source, followingLinks: false) else {
+                throw ThumbpipeError(.noInput, "\(source): store file missing from its part; run that shard again")
+            }
+            // Never followed: a symlink would publish whatever file it names.
+            guard info.kind == .regular else {
                 throw ThumbpipeError(
-                    .cannotCreate, "\(archivePath) exists and was not written by thumbpipe merge; choose another -o")
+                    .dataError, "\(source): the store file is not a regular file (a symlink?); run that shard again")
             }
-            let earlier = try KeyedArchiveReader(path: archivePath)
-            for index in 0..<earlier.count {
-                if let item = try? earlier.validItem(at: index), item.thumbnailData != nil {
-                    earlierKeys.insert(item.itemKey)
-                }
+            if let record = try state?.record(forKey: item.itemKey), !record.storeHash.isEmpty,
+                ContentHash.file(source) != record.storeHash
+            {
+                throw ThumbpipeError(
+                    .dataError,
+                    "\(source): the store file is not the one its part's run wrote (its hash differs from the state's); run that shard again"
+                )
             }
+            return source
         }
-        let writer = try KeyedArchiveWriter(
-            path: OutputFolder(output).layout.archive(first.archiveFileName), className: first.className,
-            itemCount: first.manifestItems)
-        var cursors = [Int](repeating: 0, count: parts.count)
-        var result = Result(items: 0, linked: 0, copied: 0)
-        do {
-            for position in 0..<first.manifestItems {
-                guard
-                    let part = infos.indices.first(where: {
-                        cursors[$0] < infos[$0].positions.count && infos[$0].positions[cursors[$0]] == position
-                    })
-                else {
-                    throw ThumbpipeError(.dataError, "no part holds manifest item \(position + 1)")
-                }
-                let item = try readers[part].validItem(at: cursors[part])
-                cursors[part] += 1
-                // Every key must be its part's: a part's archive and shard.json swapped would merge out of order.
-                let belongs = Shard.of(key: item.itemKey, count: first.shards)
-                guard belongs == infos[part].shard else {
-                    throw ThumbpipeError(
-                        .dataError,
-                        "\(parts[part]): item \(item.itemKey) belongs to shard \(belongs)/\(first.shards), not \(infos[part].shard): its archive and shard.json do not match"
-                    )
-                }
-                let source = OutputFolder(parts[part]).layout.store(key: item.itemKey)
-                earlierKeys.remove(item.itemKey)
-                if item.thumbnailData != nil {
-                    guard let info = FileInfo(path: source, followingLinks: false) else {
-                        throw ThumbpipeError(
-                            .noInput, "\(source): store file missing from its part; run that shard again")
-                    }
-                    // Never followed: a symlink would publish whatever file it names.
-                    guard info.kind == .regular else {
-                        throw ThumbpipeError(
-                            .dataError,
-                            "\(source): the store file is not a regular file (a symlink?); run that shard again")
-                    }
-                    if let record = try states[part]?.record(forKey: item.itemKey), !record.storeHash.isEmpty,
-                        ContentHash.file(source) != record.storeHash
-                    {
-                        throw ThumbpipeError(
-                            .dataError,
-                            "\(source): the store file is not the one its part's run wrote (its hash differs from the state's); run that shard again"
-                        )
-                    }
-                    if try place(source, at: OutputFolder(output).layout.store(key: item.itemKey)) {
-                        result.linked += 1
-                    } else {
-                        result.copied += 1
-                    }
-                }
-                try writer.append(item)
-                result.items += 1
-            }
-            result.failures = try mergeReports(reports, parts: parts, output: output)
-            try writer.finish()
-            for key in earlierKeys {
-                if (try? FileSystem.remove(OutputFolder(output).layout.store(key: key))) != nil { result.removed += 1 }
-            }
-        } catch {
-            writer.abandon()
-            throw error
+    }
+
+    /// The keys an earlier merge into `out` archived (its store files are ours to
+    /// remove); refuses an archive there that no merge wrote.
+    private static func earlierMerge(into out: OutputFolder, archiveFileName: String) throws -> Set<String> {
+        let archivePath = out.layout.archive(archiveFileName)
+        guard FileSystem.exists(archivePath) else { return [] }
+        guard (try? RunReport.read(out.layout.report))?.mergedFrom != nil else {
+            throw ThumbpipeError(
+                .cannotCreate, "\(archivePath) exists and was not written by thumbpipe merge; choose another -o")
         }
-        TemporaryFile.syncFolder(output)
-        return result
+        var keys = Set<String>()
+        let earlier = try KeyedArchiveReader(path: archivePath)
+        for index in 0..<earlier.count {
+            if let item = try? earlier.validItem(at: index), item.thumbnailData != nil { keys.insert(item.itemKey) }
+        }
+        return keys
+    }
+
+    /// Every manifest position in order, from the part that holds it: its item
+    /// appended, its store file placed in `out`.
+    private static func mergeItems(
+        _ loaded: [Part], into writer: KeyedArchiveWriter, at out: OutputFolder, earlierKeys: inout Set<String>,
+        result: inout Result
+    ) throws {
+        var parts = loaded
+        let shards = parts[0].info.shards
+        for position in 0..<parts[0].info.manifestItems {
+            guard
+                let part = parts.indices.first(where: {
+                    parts[$0].cursor < parts[$0].info.positions.count
+                        && parts[$0].info.positions[parts[$0].cursor] == position
+                })
+            else {
+                throw ThumbpipeError(.dataError, "no part holds manifest item \(position + 1)")
+            }
+            let item = try parts[part].reader.validItem(at: parts[part].cursor)
+            parts[part].cursor += 1
+            // Every key must be its part's: a part's archive and shard.json swapped would merge out of order.
+            let belongs = Shard.of(key: item.itemKey, count: shards)
+            guard belongs == parts[part].info.shard else {
+                throw ThumbpipeError(
+                    .dataError,
+                    "\(parts[part].folder.path): item \(item.itemKey) belongs to shard \(belongs)/\(shards), not \(parts[part].info.shard): its archive and shard.json do not match"
+                )
+            }
+            earlierKeys.remove(item.itemKey)
+            if item.thumbnailData != nil {
+                let source = try parts[part].storeFile(of: item)
+                if try place(source, at: out.layout.store(key: item.itemKey)) {
+                    result.linked += 1
+                } else {
+                    result.copied += 1
+                }
+            }
+            try writer.append(item)
+            result.items += 1
+        }
     }
 
     /// Hard-links `source` to `target` (through a temporary name, so an existing
@@ -231,9 +268,9 @@ public enum Merge {
     /// Sums the parts' reports into the output's (``RunReport/merged(_:from:)``).
     /// - Returns: how many items failed in the parts.
     @discardableResult
-    static func mergeReports(_ reports: [RunReport], parts: [String], output: String) throws -> Int {
+    static func mergeReports(_ reports: [RunReport], parts: [String], output: OutputFolder) throws -> Int {
         let merged = RunReport.merged(reports, from: parts)
-        try merged.write(to: OutputFolder(output))
+        try merged.write(to: output)
         return merged.failures.count
     }
 }

@@ -70,6 +70,63 @@ public final class BatchRunner: Sendable {
             executable: options.workerExecutable, settings: settings, output: options.output,
             sandbox: options.sandbox)
         defer { supervisor.reapExiting() }
+        let (sink, sampled) = try runSlots(supervisor: supervisor, archivePath: archivePath, cancel: cancel)
+        if let error = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : sampled.fatal {
+            sink.abandonArchive()
+            trace?.abandon()
+            try? state?.commit()
+            TemporaryFile.removeStale(in: options.output.path)
+            TemporaryFile.removeStale(in: options.output.layout.work)
+            throw error
+        }
+        try forgetGone()
+        let duplicates = try state?.recordDuplicates() ?? []
+        let totals = sink.totals
+        // The profile's stages are the items' alone: taken before the archive's time is added.
+        let profile = profile(totals, started: started, loadAverage: sampled.meanLoadAverage, supervisor: supervisor)
+        timings.record([.archive: totals.archiveSeconds])
+        var report = sink.report(
+            manifest: manifest, settings: settings, options: options, seconds: Double(Spans.now - started) / 1e9,
+            timings: timings)
+        report.startTime = ISO8601Format.string(startTime)
+        report.timeline = sampled.timeline
+        report.duplicates = duplicates
+        report.profile = profile
+        report.takeWorkers(
+            supervisor, confined: options.sandbox != .off, sampledPeak: sampled.peak,
+            proportionalPeak: sampled.proportionalPeak)
+        report.take(plan, manifest: manifest, remade: totals.remade)
+        (report.incremental.archiveItemsCopied, report.incremental.archiveBytesCopied) = sink.archiveCopies
+        let archiveHash: String
+        do {
+            try writeReport(&report)
+            try trace?.finish()
+            archiveHash = try sink.finishArchive()
+        } catch {
+            sink.abandonArchive()
+            throw error
+        }
+        // What the next run compares to know it has nothing to write.
+        if let fingerprint { try state?.sealArchive(fingerprint: fingerprint, path: archivePath, hash: archiveHash) }
+        TemporaryFile.syncFolder(options.output.path)
+        withExtendedLifetime(lock) {}
+        return report
+    }
+
+    /// What the slots' run left besides its sink: the first fatal error, and the memory sampler's figures.
+    struct SlotsRun {
+        var fatal: (any Error)?
+        var peak: Int
+        var proportionalPeak: Int
+        var meanLoadAverage: Double?
+        var timeline: [TimelinePoint]
+    }
+
+    /// Runs `options.jobs` slots over the manifest, each on its own thread with its
+    /// worker, into one ordered sink, until every item is delivered or one fails the run.
+    private func runSlots(supervisor: Supervisor, archivePath: String, cancel: CancellationFlag) throws -> (
+        OrderedSink, SlotsRun
+    ) {
         let items = manifest.items
         let planned = plan?.work
         let dispenser = Dispenser(
@@ -106,68 +163,43 @@ public final class BatchRunner: Sendable {
             thread.start()
         }
         done.wait()
-        let (sampledPeak, timeline) = sampler.stop()
+        let (peak, timeline) = sampler.stop()
         supervisor.shutDown()
+        return (
+            sink,
+            SlotsRun(
+                fatal: fatal.withLock { $0 }, peak: peak, proportionalPeak: sampler.proportionalPeak,
+                meanLoadAverage: sampler.meanLoadAverage, timeline: timeline)
+        )
+    }
 
-        let failure: (any Error)? = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : fatal.withLock { $0 }
-        if let error = failure {
-            sink.abandonArchive()
-            trace?.abandon()
-            try? state?.commit()
-            TemporaryFile.removeStale(in: options.output.path)
-            TemporaryFile.removeStale(in: options.output.layout.work)
-            throw error
-        }
+    /// Items gone from the manifest lose their store file, as deleteImageForKey: does;
+    /// so do the old names of moved items (their files now have their new names too).
+    /// Then the state is committed and the claims journal cleared.
+    private func forgetGone() throws {
         if let plan {
-            // Items gone from the manifest lose their store file, as deleteImageForKey: does;
-            // so do the old names of moved items (their files now have their new names too).
             let gone = plan.removed.map(\.itemKey) + plan.moves.values
             for key in gone { store.delete(forKey: key) }
             try state?.remove(keys: gone)
         }
         try state?.commit()
         if state != nil { options.output.clearClaims() }
-        let duplicates = try state?.recordDuplicates() ?? []
-        let totals = sink.totals
-        var profile: RunProfile?
-        if totals.decodedItems > 0 {
-            var machine = HintFacts()
-            machine.loadAverage = sampler.meanLoadAverage
-            machine.slowest = totals.profiles.slowest.map { ($0.source, $0.seconds) }
-            machine.settingsOffPlanes = settings.store.settingsOffPlanes
-            profile = RunProfile(
-                groups: totals.profiles.groups,
-                utilisation: RunProfile.Utilisation(
-                    jobs: options.jobs, wallSeconds: Double(Spans.now - started) / 1e9,
-                    slots: slotClocks.withLock { $0 }, startups: supervisor.workerStartups),
-                stages: timings.summary(), machine: machine)
-        }
-        timings.record([.archive: totals.archiveSeconds])
-        var report = sink.report(
-            manifest: manifest, settings: settings, options: options, seconds: Double(Spans.now - started) / 1e9,
-            timings: timings)
-        report.startTime = ISO8601Format.string(startTime)
-        report.timeline = timeline
-        report.duplicates = duplicates
-        report.profile = profile
-        report.takeWorkers(
-            supervisor, confined: options.sandbox != .off, sampledPeak: sampledPeak,
-            proportionalPeak: sampler.proportionalPeak)
-        report.take(plan, manifest: manifest, remade: totals.remade)
-        (report.incremental.archiveItemsCopied, report.incremental.archiveBytesCopied) = sink.archiveCopies
-        let archiveHash: String
-        do {
-            try writeReport(&report)
-            try trace?.finish()
-            archiveHash = try sink.finishArchive()
-        } catch {
-            sink.abandonArchive()
-            throw error
-        }
-        // What the next run compares to know it has nothing to write.
-        if let fingerprint { try state?.sealArchive(fingerprint: fingerprint, path: archivePath, hash: archiveHash) }
-        TemporaryFile.syncFolder(options.output.path)
-        withExtendedLifetime(lock) {}
-        return report
+    }
+
+    /// The run's profile (what the time went on, and the hints), when an item was decoded.
+    private func profile(
+        _ totals: OrderedSink.Totals, started: UInt64, loadAverage: Double?, supervisor: Supervisor
+    ) -> RunProfile? {
+        guard totals.decodedItems > 0 else { return nil }
+        var machine = HintFacts()
+        machine.loadAverage = loadAverage
+        machine.slowest = totals.profiles.slowest.map { ($0.source, $0.seconds) }
+        machine.settingsOffPlanes = settings.store.settingsOffPlanes
+        return RunProfile(
+            groups: totals.profiles.groups,
+            utilisation: RunProfile.Utilisation(
+                jobs: options.jobs, wallSeconds: Double(Spans.now - started) / 1e9,
+                slots: slotClocks.withLock { $0 }, startups: supervisor.workerStartups),
+            stages: timings.summary(), machine: machine)
     }
 }

@@ -118,17 +118,46 @@ public struct IncrementalPlan: Sendable {
         manifest: Manifest, settings: PipelineSettings, state: RunState?, output: OutputFolder, force: Bool,
         verifyContent: Bool, pruneMissing: Bool = false
     ) throws -> IncrementalPlan {
-        let thumbnailFP = thumbnailFingerprint(settings)
-        let storeFP = storeFingerprint(settings)
-        let failureFP = failureFingerprint(settings)
-        let items = manifest.items
-        // What the state has of each manifest item: 0 nothing, 1 a record without a photo, 2 one with.
-        var previousKind = [UInt8](repeating: 0, count: items.count)
-        // The recorded fields' hash, where one is recorded (0 where none is).
-        var previousFields = [UInt64](repeating: 0, count: items.count)
+        let rules = ItemLedger.Rules(
+            fingerprints: ItemLedger.Fingerprints(
+                thumbnail: thumbnailFingerprint(settings), store: storeFingerprint(settings),
+                failure: failureFingerprint(settings)),
+            force: force, verifyContent: verifyContent, pruneMissing: pruneMissing)
+        let joined = try Joined(manifest: manifest, state: state)
+        var planner = Planner(
+            manifest: manifest, state: state, rules: rules, storePath: output.layout.store(key:),
+            movable: joined.movable)
+        for position in manifest.items.indices { try planner.plan(position, joined: joined) }
+        var plan = planner.plan
+        let goneRecords = Dictionary(joined.gone.map { ($0.itemKey, $0) }, uniquingKeysWith: { first, _ in first })
+        plan.removed = joined.goneKeys.filter { !planner.movedFrom.contains($0) }.map { key in
+            let path = goneRecords[key]?.sourcePath ?? ""
+            return RemovedItem(
+                itemKey: key, itemName: goneRecords[key]?.itemName ?? "", sourcePath: path,
+                source: manifest.shown(path))
+        }
+        return plan
+    }
+
+    /// The state joined with the manifest's keys: per item whether a record exists
+    /// (and had a photo) and its fields' hash; the records of the keys the manifest
+    /// no longer has, and those of them whose photo may have moved to a new key.
+    struct Joined {
+        /// Per manifest position: 0 no record, 1 a record without a photo, 2 one with.
+        var previousKind: [UInt8]
+        /// Per manifest position: the recorded fields' hash (0 where none is).
+        var previousFields: [UInt64]
         var goneKeys: [String] = []
-        if let state {
+        var gone: [ItemRecord] = []
+        /// Gone items whose photo may have moved to a new key, by size.
+        var movable: [Int64: [ItemRecord]] = [:]
+
+        init(manifest: Manifest, state: RunState?) throws {
+            previousKind = [UInt8](repeating: 0, count: manifest.items.count)
+            previousFields = [UInt64](repeating: 0, count: manifest.items.count)
+            guard let state else { return }
             let index = manifest.keyIndex
+            var goneKeys: [String] = []
             try state.forEachKey { recorded in
                 if let position = index.position(of: recorded.itemKey) {
                     previousKind[position] = recorded.hadSource ? 2 : 1
@@ -137,54 +166,61 @@ public struct IncrementalPlan: Sendable {
                     goneKeys.append(recorded.itemKey)
                 }
             }
+            self.goneKeys = goneKeys
+            gone = try goneKeys.compactMap { try state.record(forKey: $0) }
+            for record in gone where !record.sourcePath.isEmpty && record.failure == nil && !record.sourceHash.isEmpty {
+                movable[record.sourceSize, default: []].append(record)
+            }
         }
-        // The full records of only the gone items: what they were, and whether their photo moved.
-        let gone = try goneKeys.compactMap { try state?.record(forKey: $0) }
-        // Gone items whose photo may have moved to a new key: by size, then by content.
-        var movable: [Int64: [ItemRecord]] = [:]
-        for record in gone where !record.sourcePath.isEmpty && record.failure == nil && !record.sourceHash.isEmpty {
-            movable[record.sourceSize, default: []].append(record)
-        }
+    }
+
+    /// Plans one item after another: gathers its facts, has the ledger's pure
+    /// rules classify it, and keeps what the plan reports.
+    struct Planner {
+        let manifest: Manifest
+        let state: RunState?
+        let rules: ItemLedger.Rules
+        let storePath: (String) -> String
+        var movable: [Int64: [ItemRecord]]
         var movedFrom: Set<String> = []
-        var plan = IncrementalPlan(work: [], removed: [], thumbnailFingerprint: thumbnailFP, storeFingerprint: storeFP)
-        plan.work.reserveCapacity(items.count)
-        let rules = ItemLedger.Rules(
-            fingerprints: ItemLedger.Fingerprints(thumbnail: thumbnailFP, store: storeFP, failure: failureFP),
-            force: force, verifyContent: verifyContent, pruneMissing: pruneMissing)
-        let layout = output.layout
-        for position in items.indices {
-            let kind = previousKind[position]
-            let recordedFields = previousFields[position]
+        var plan: IncrementalPlan
+
+        init(
+            manifest: Manifest, state: RunState?, rules: ItemLedger.Rules, storePath: @escaping (String) -> String,
+            movable: [Int64: [ItemRecord]]
+        ) {
+            self.manifest = manifest
+            self.state = state
+            self.rules = rules
+            self.storePath = storePath
+            self.movable = movable
+            plan = IncrementalPlan(
+                work: [], removed: [], thumbnailFingerprint: rules.fingerprints.thumbnail,
+                storeFingerprint: rules.fingerprints.store)
+            plan.work.reserveCapacity(manifest.items.count)
+        }
+
+        /// Plans the item at `position`.
+        mutating func plan(_ position: Int, joined: Joined) throws {
+            let items = manifest.items
+            let kind = joined.previousKind[position]
+            let recordedFields = joined.previousFields[position]
             let fieldsEdited = recordedFields != 0 && recordedFields != items.fieldsHash(at: position)
             let unrecorded: WorkReasons = kind != 0 && recordedFields == 0 ? .fieldsUnrecorded : []
-            guard kind != 0 else {
-                if !movable.isEmpty, let path = items[position].imagePath,
-                    let from = ItemFacts.movedSource(path, among: &movable, fingerprints: rules.fingerprints)
-                {
-                    movedFrom.insert(from.key)
-                    plan.moves[position] = from.key
-                    plan.work.append(
-                        ItemWork(
-                            itemClass: .moved, needsThumbnail: false, needsStore: false, reasons: .moved,
-                            sourceUnchanged: true, restamp: (path, from.stamp)))
-                    continue
-                }
-                plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
-                continue
-            }
+            guard kind != 0 else { return planUnrecorded(position) }
             guard items.hasImage(at: position) else {
                 plan.work.append(
                     ItemLedger.classifyWithoutPhoto(
                         hadPhoto: kind == 2, fieldsEdited: fieldsEdited, unrecorded: unrecorded))
-                continue
+                return
             }
             let item = items[position]
             guard let path = item.imagePath, let previous = try state?.record(forKey: item.itemKey) else {
                 plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
-                continue
+                return
             }
             let facts = ItemFacts.gather(
-                path: path, previous: previous, storePath: layout.store(key: item.itemKey), rules: rules)
+                path: path, previous: previous, storePath: storePath(item.itemKey), rules: rules)
             let work = ItemLedger.classify(
                 path: path, previous: previous, facts: facts, fieldsEdited: fieldsEdited, unrecorded: unrecorded,
                 rules: rules)
@@ -195,13 +231,21 @@ public struct IncrementalPlan: Sendable {
             }
             plan.work.append(work)
         }
-        let goneRecords = Dictionary(gone.map { ($0.itemKey, $0) }, uniquingKeysWith: { first, _ in first })
-        plan.removed = goneKeys.filter { !movedFrom.contains($0) }.map { key in
-            let path = goneRecords[key]?.sourcePath ?? ""
-            return RemovedItem(
-                itemKey: key, itemName: goneRecords[key]?.itemName ?? "", sourcePath: path,
-                source: manifest.shown(path))
+
+        /// An item no record has: moved from a gone item when its photo is one's, else new.
+        private mutating func planUnrecorded(_ position: Int) {
+            if !movable.isEmpty, let path = manifest.items[position].imagePath,
+                let from = ItemFacts.movedSource(path, among: &movable, fingerprints: rules.fingerprints)
+            {
+                movedFrom.insert(from.key)
+                plan.moves[position] = from.key
+                plan.work.append(
+                    ItemWork(
+                        itemClass: .moved, needsThumbnail: false, needsStore: false, reasons: .moved,
+                        sourceUnchanged: true, restamp: (path, from.stamp)))
+                return
+            }
+            plan.work.append(ItemWork(itemClass: .new, needsThumbnail: true, needsStore: true, reasons: .new))
         }
-        return plan
     }
 }

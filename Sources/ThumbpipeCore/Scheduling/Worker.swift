@@ -53,17 +53,7 @@ public enum Worker {
     /// Runs the worker loop until the parent closes its socket; returns the exit status.
     /// - Parameter arguments: what follows the subcommand: `--sandbox MODE --scratch FOLDER`.
     public static func main(arguments: [String]) -> Int32 {
-        var mode = SandboxMode.auto
-        var scratch = "/nonexistent"
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            guard let value = rest.popFirst() else { return 64 }
-            switch flag {
-            case "--sandbox": mode = SandboxMode(rawValue: value) ?? .required
-            case "--scratch": scratch = value
-            default: return 64
-            }
-        }
+        guard let (mode, scratch) = parse(arguments) else { return 64 }
         // The parent decides when a worker stops (SIGKILL); a terminal's Ctrl-C
         // must not look like a crash.
         signal(SIGINT, SIG_IGN)
@@ -91,7 +81,6 @@ public enum Worker {
             setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
         }
         let runner = ItemJobRunner(settings: hello.settings)
-        let faults = Fault.fromEnvironment()
         // From here on, every byte read may be hostile.
         Sandbox.enter(mode, scratch: scratch, extra: marker, into: &confinement)
         if mode == .required && !confinement.complete {
@@ -99,6 +88,31 @@ public enum Worker {
                 "thumbpipe worker: cannot enter the sandbox: \(confinement.problems.joined(separator: "; "))\n")
             return 70
         }
+        return serve(control: control, runner: runner, scratch: scratch, confinement: confinement)
+    }
+
+    /// The sandbox mode and scratch folder the parent passed; nil for anything else.
+    private static func parse(_ arguments: [String]) -> (SandboxMode, String)? {
+        var mode = SandboxMode.auto
+        var scratch = "/nonexistent"
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { return nil }
+            switch flag {
+            case "--sandbox": mode = SandboxMode(rawValue: value) ?? .required
+            case "--scratch": scratch = value
+            default: return nil
+            }
+        }
+        return (mode, scratch)
+    }
+
+    /// Takes jobs from the parent until it closes the socket, each answered with its
+    /// outcome (and its store file, sealed); returns the exit status.
+    private static func serve(
+        control: FileDescriptor, runner: ItemJobRunner, scratch: String, confinement: Sandbox.Confinement
+    ) -> Int32 {
+        let faults = Fault.fromEnvironment()
         var ready: UInt64? = Spans.now
         var idleSince = Spans.now
         var firstReply = true
@@ -122,26 +136,36 @@ public enum Worker {
             firstReply = false
             ready = nil
             defer { idleSince = Spans.now }
-            var attached: FileDescriptor? = nil
-            if outcome.storeWritten, let storeFile, fault?.kind != .unsealed {
-                do {
-                    try storeFile.seal()
-                    attached = storeFile
-                } catch {
-                    outcome.storeWritten = false
-                    outcome.writeError = "cannot seal the store file: \(error)"
-                }
-            } else if outcome.storeWritten, let storeFile {
-                attached = storeFile
-            }
-            guard let reply = try? WorkerProtocol.encode(outcome),
-                (try? WorkerProtocol.send(reply, descriptor: attached, to: control)) != nil
-            else { return 74 }
-            if let storeFile {
-                if fault?.kind == .unsealed { fault?.writeAfterCommit(storeFile) }
-                try? storeFile.close()
-            }
+            guard reply(outcome, storeFile: storeFile, fault: fault, to: control) else { return 74 }
         }
         return 0
+    }
+
+    /// Sends `outcome` with its store file sealed (or the fault's unsealed one);
+    /// false when the parent cannot be answered.
+    private static func reply(
+        _ outcome: ItemOutcome, storeFile: FileDescriptor?, fault: Fault?, to control: FileDescriptor
+    ) -> Bool {
+        var outcome = outcome
+        var attached: FileDescriptor? = nil
+        if outcome.storeWritten, let storeFile, fault?.kind != .unsealed {
+            do {
+                try storeFile.seal()
+                attached = storeFile
+            } catch {
+                outcome.storeWritten = false
+                outcome.writeError = "cannot seal the store file: \(error)"
+            }
+        } else if outcome.storeWritten, let storeFile {
+            attached = storeFile
+        }
+        guard let reply = try? WorkerProtocol.encode(outcome),
+            (try? WorkerProtocol.send(reply, descriptor: attached, to: control)) != nil
+        else { return false }
+        if let storeFile {
+            if fault?.kind == .unsealed { fault?.writeAfterCommit(storeFile) }
+            try? storeFile.close()
+        }
+        return true
     }
 }
