@@ -818,22 +818,35 @@ static void held_band(Work *w, int ci, int row0, int rows, Plane band) {
     }
 }
 
-static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
+// One image's route through run(), decided from the job and the header before
+// anything is allocated: which of the coded routes it takes (ItemPlan decided
+// which the job allows; the sampling and the turn decide the rest), and the
+// sizes and strides of its bands.
+typedef struct {
+    int W, H, hs, vs, is420, o, encode, swap, blocks, means, held, whole, upright, group;
+    int cw, ch, UW, UH, ys, cs, scratch_stride, eys, ecs;
+    size_t planes_bytes;
+    Turn turn;
+} Route;
+
+static Route route_of(Work *w, const CJpegPlanesJob *job) {
     struct jpeg_decompress_struct *in = &w->in;
-    const int W = (int)in->image_width, H = (int)in->image_height;
-    const int hs = in->comp_info[0].h_samp_factor, vs = in->comp_info[0].v_samp_factor;
-    const int is420 = hs == 2 && vs == 2; // its chroma is already the store's
-    const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
-    const Turn turn = turn_of(o);
-    const int encode = job->quality > 0, swap = turn.quarter;
+    Route r;
+    r.W = (int)in->image_width, r.H = (int)in->image_height;
+    r.hs = in->comp_info[0].h_samp_factor, r.vs = in->comp_info[0].v_samp_factor;
+    r.is420 = r.hs == 2 && r.vs == 2; // its chroma is already the store's
+    r.o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
+    r.turn = turn_of(r.o);
+    r.encode = job->quality > 0, r.swap = r.turn.quarter;
     // An upright 4:2:0 source (the job asks only for one in sRGB or untagged)
     // is taken as coded, and so is a turned one whose edges that turn to the
     // upright image's left and top are whole 16-pixel MCUs (so the turn keeps
     // the block grid): ItemPlan.turnKeepsBlocks.
-    const int keeps = !(turn.across_back && (swap ? H : W) % 16) && !(turn.lines_back && (swap ? W : H) % 16);
-    const int blocks = job->blocks && is420 && keeps && encode;
+    const int keeps = !(r.turn.across_back && (r.swap ? r.H : r.W) % 16) &&
+                      !(r.turn.lines_back && (r.swap ? r.W : r.H) % 16);
+    r.blocks = job->blocks && r.is420 && keeps && r.encode;
     // The tap from the blocks' sums: no IDCT at all unless the store is encoded from pixels.
-    const int means = job->tap != NULL && job->tap_means;
+    r.means = job->tap != NULL && job->tap_means;
     // Any other turned 4:2:0 source is held as coded, its pixels decoded and turned
     // once the decode is done; unless a tap reads its pixels (then as planes: below).
     // Held only when its packed blocks promise to be smaller than the planes: they take
@@ -841,159 +854,192 @@ static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     size_t blocks_in_all = 0;
     for (int ci = 0; ci < 3; ci++)
         blocks_in_all += (size_t)in->comp_info[ci].width_in_blocks * in->comp_info[ci].height_in_blocks;
-    const size_t planes_bytes = (size_t)W * (size_t)H * 3 / 2;
-    const int sparse = 5 * w->source_size + 5 * blocks_in_all <= planes_bytes;
-    const int held =
-        job->hold_turned && encode && o != 1 && is420 && !blocks && (job->tap == NULL || means) && sparse;
-    w->pixels = (job->tap != NULL && !means) || (encode && !blocks && !held);
+    r.planes_bytes = (size_t)r.W * (size_t)r.H * 3 / 2;
+    const int sparse = 5 * w->source_size + 5 * blocks_in_all <= r.planes_bytes;
+    r.held = job->hold_turned && r.encode && r.o != 1 && r.is420 && !r.blocks && (job->tap == NULL || r.means) &&
+             sparse;
+    w->pixels = (job->tap != NULL && !r.means) || (r.encode && !r.blocks && !r.held);
     // A turned source decoded is held whole (its first upright row may be its
     // last stored column); an upright one streams, and so do blocks taken as coded.
-    const int whole = encode && o != 1 && !blocks && !held;
+    r.whole = r.encode && r.o != 1 && !r.blocks && !r.held;
     // The store's bands are upright rows, not the source's.
-    const int upright = whole || held;
-    const int group = vs * DCTSIZE; // luma rows per read
-    const int cw = (W + 1) / 2, ch = (H + 1) / 2;
-    const int UW = swap ? H : W, UH = swap ? W : H, ucw = (UW + 1) / 2;
+    r.upright = r.whole || r.held;
+    r.group = r.vs * DCTSIZE; // luma rows per read
+    r.cw = (r.W + 1) / 2, r.ch = (r.H + 1) / 2;
+    r.UW = r.swap ? r.H : r.W, r.UH = r.swap ? r.W : r.H;
     // Strides: at least the decoder's blocks and the encoder's, in 16s.
     const int dcs = (int)in->comp_info[1].width_in_blocks * DCTSIZE;
     const int dys = (int)in->comp_info[0].width_in_blocks * DCTSIZE;
-    const int ys = round_up(dys > W ? dys : W, 16);
-    const int cs = round_up(dcs > cw ? dcs : cw, 16);
-    const int scratch_stride = round_up(dcs, 16);
-    const int eys = round_up(UW, 16), ecs = round_up(ucw, 16);
+    r.ys = round_up(dys > r.W ? dys : r.W, 16);
+    r.cs = round_up(dcs > r.cw ? dcs : r.cw, 16);
+    r.scratch_stride = round_up(dcs, 16);
+    r.eys = round_up(r.UW, 16), r.ecs = round_up((r.UW + 1) / 2, 16);
+    return r;
+}
 
+// What run() decodes into: the band (the store's, or the streamed source's),
+// scratch chroma rows at the source's own sampling when it is not 4:2:0, a
+// turned source's whole 4:2:0 planes, and the rows handed to the decoder.
+typedef struct {
+    Band band;
+    Plane scb, scr, py, pcb, pcr;
+    JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
+    int block_width[3], block_height[3];
+} Buffers;
+
+static void buffers_for(Work *w, const Route *r, Buffers *b) {
     // One allocation for the bands: 16 luma and 8 chroma rows (the store's
     // band, or the streamed source's), the source's chroma rows at its own
     // sampling when not 4:2:0, and 64 bytes of slack for vector reads.
-    const size_t bands_size = upright ? band_bytes(eys, ecs) : band_bytes(ys, cs);
-    const size_t scratch_bytes = is420 ? 0 : (size_t)2 * DCTSIZE * scratch_stride;
+    const size_t bands_size = r->upright ? band_bytes(r->eys, r->ecs) : band_bytes(r->ys, r->cs);
+    const size_t scratch_bytes = r->is420 ? 0 : (size_t)2 * DCTSIZE * r->scratch_stride;
     w->bands = malloc(bands_size + scratch_bytes + 64);
-    if (!w->bands) stop((j_common_ptr)in, "out of memory for the bands");
-    const Band band = upright ? band_at(w->bands, eys, ecs) : band_at(w->bands, ys, cs);
-    const Plane by = band.y, bcb = band.cb, bcr = band.cr;
-    Plane scb = {w->bands + bands_size, scratch_stride};
-    Plane scr = {scb.p + (size_t)DCTSIZE * scratch_stride, scratch_stride};
+    if (!w->bands) stop((j_common_ptr)&w->in, "out of memory for the bands");
+    b->band = r->upright ? band_at(w->bands, r->eys, r->ecs) : band_at(w->bands, r->ys, r->cs);
+    b->scb = (Plane){w->bands + bands_size, r->scratch_stride};
+    b->scr = (Plane){b->scb.p + (size_t)DCTSIZE * r->scratch_stride, r->scratch_stride};
     // A turned source's 4:2:0 planes, rows in 16s (the decoder writes whole
     // blocks). Not kept for the next image: measured over 40 photos (8 turned),
     // keeping up to 40 MB a worker saved 5 % of the time and cost 30 MB of PSS.
-    Plane py = {0}, pcb = {0}, pcr = {0};
-    if (whole) {
-        const size_t rows = (size_t)round_up(H, 16), luma = (size_t)ys * rows, chroma = (size_t)cs * (rows / 2);
+    if (r->whole) {
+        const size_t rows = (size_t)round_up(r->H, 16), luma = (size_t)r->ys * rows;
+        const size_t chroma = (size_t)r->cs * (rows / 2);
         w->planes = malloc(luma + 2 * chroma + 64);
-        if (!w->planes) stop((j_common_ptr)in, "out of memory for the planes");
-        py = (Plane){w->planes, ys};
-        pcb = (Plane){w->planes + luma, cs};
-        pcr = (Plane){w->planes + luma + chroma, cs};
+        if (!w->planes) stop((j_common_ptr)&w->in, "out of memory for the planes");
+        b->py = (Plane){w->planes, r->ys};
+        b->pcb = (Plane){w->planes + luma, r->cs};
+        b->pcr = (Plane){w->planes + luma + chroma, r->cs};
     }
-
-    if (encode) start_encoder(w, job, UW, UH, JCS_YCbCr);
-
-    JSAMPROW yrows[16], cbrows[DCTSIZE], crrows[DCTSIZE];
-    JSAMPARRAY image[3] = {yrows, cbrows, crrows};
-    if (blocks) take_blocks(w, image, o);
-    else if (means || held) hook_idct(w, image);
-    if (held) {
-        hold_blocks(w, o);
-        w->held = 1;
-        w->held_cap = planes_bytes + planes_bytes / 2 + 65536;
-    }
-    result->held = held;
     // The blocks' sums of one iMCU row, and the source pixels a block of each component covers
     // (8 of its samples: 16 pixels where it is subsampled; hs and vs are the largest factors).
-    int block_width[3] = {0}, block_height[3] = {0};
-    for (int ci = 0; ci < 3 && means; ci++) {
-        const jpeg_component_info *c = &in->comp_info[ci];
+    for (int ci = 0; ci < 3 && r->means; ci++) {
+        const jpeg_component_info *c = &w->in.comp_info[ci];
         w->sums_wide[ci] = (int)c->width_in_blocks;
         w->sums[ci] = calloc((size_t)c->width_in_blocks * (size_t)c->v_samp_factor, sizeof(int32_t));
-        if (!w->sums[ci]) stop((j_common_ptr)in, "out of memory for the blocks' sums");
-        block_width[ci] = DCTSIZE * hs / c->h_samp_factor;
-        block_height[ci] = DCTSIZE * vs / c->v_samp_factor;
+        if (!w->sums[ci]) stop((j_common_ptr)&w->in, "out of memory for the blocks' sums");
+        b->block_width[ci] = DCTSIZE * r->hs / c->h_samp_factor;
+        b->block_height[ci] = DCTSIZE * r->vs / c->v_samp_factor;
     }
+}
+
+// One read of `group` luma rows (and their chroma) from the decoder, at source
+// row `row`: into the band or the planes, tapped, downsampled to 4:2:0 where the
+// source is not, and a streamed band encoded once its 16 rows are in.
+static void decode_group(Work *w, const CJpegPlanesJob *job, const Route *r, Buffers *b, int row) {
+    struct jpeg_decompress_struct *in = &w->in;
+    const int valid = r->group < r->H - row ? r->group : r->H - row;
+    const int ys = r->ys, cs = r->cs;
+    const int64_t start = now_ns();
+    // Luma goes where the store reads it: the band (streamed) or the planes (turned).
+    // A held source's rows are never written (no IDCT runs): every one is the band's first.
+    const Plane by = b->band.y, bcb = b->band.cb, bcr = b->band.cr;
+    Plane ty = r->whole ? (Plane){b->py.p + (size_t)row * ys, ys} : (Plane){by.p + (size_t)(row % 16) * ys, ys};
+    Plane tcb = r->whole ? (Plane){b->pcb.p + (size_t)(row / 2) * cs, cs}
+                         : (Plane){bcb.p + (size_t)((row % 16) / 2) * cs, cs};
+    Plane tcr = r->whole ? (Plane){b->pcr.p + (size_t)(row / 2) * cs, cs}
+                         : (Plane){bcr.p + (size_t)((row % 16) / 2) * cs, cs};
+    if (r->held) ty = (Plane){by.p, 0}, tcb = (Plane){bcb.p, 0}, tcr = (Plane){bcr.p, 0};
+    for (int i = 0; i < r->group; i++) b->yrows[i] = ty.p + (size_t)i * ty.stride;
+    // Chroma: a 4:2:0 source's straight into place too; any other's to the scratch rows.
+    for (int i = 0; i < DCTSIZE; i++) {
+        b->cbrows[i] = r->is420 ? tcb.p + (size_t)i * tcb.stride : b->scb.p + (size_t)i * b->scb.stride;
+        b->crrows[i] = r->is420 ? tcr.p + (size_t)i * tcr.stride : b->scr.p + (size_t)i * b->scr.stride;
+    }
+    w->imcu_row = row / r->group;
+    JSAMPARRAY image[3] = {b->yrows, b->cbrows, b->crrows};
+    if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)r->group) != r->group)
+        stop((j_common_ptr)in, "the decoder gave a short band");
     const int32_t *const sums[3] = {w->sums[0], w->sums[1], w->sums[2]};
-    result->requantized = blocks;
-    unsigned char *chroma_rows[DCTSIZE];
-    while (in->output_scanline < in->output_height) {
-        const int r = (int)in->output_scanline, valid = group < H - r ? group : H - r;
-        const int64_t start = now_ns();
-        // Luma goes where the store reads it: the band (streamed) or the planes (turned).
-        // A held source's rows are never written (no IDCT runs): every one is the band's first.
-        Plane ty = whole ? (Plane){py.p + (size_t)r * ys, ys} : (Plane){by.p + (size_t)(r % 16) * ys, ys};
-        Plane tcb = whole ? (Plane){pcb.p + (size_t)(r / 2) * cs, cs} : (Plane){bcb.p + (size_t)((r % 16) / 2) * cs, cs};
-        Plane tcr = whole ? (Plane){pcr.p + (size_t)(r / 2) * cs, cs} : (Plane){bcr.p + (size_t)((r % 16) / 2) * cs, cs};
-        if (held) ty = (Plane){by.p, 0}, tcb = (Plane){bcb.p, 0}, tcr = (Plane){bcr.p, 0};
-        for (int i = 0; i < group; i++) yrows[i] = ty.p + (size_t)i * ty.stride;
-        // Chroma: a 4:2:0 source's straight into place too; any other's to the scratch rows.
-        for (int i = 0; i < DCTSIZE; i++) {
-            cbrows[i] = is420 ? tcb.p + (size_t)i * tcb.stride : scb.p + (size_t)i * scb.stride;
-            crrows[i] = is420 ? tcr.p + (size_t)i * tcr.stride : scr.p + (size_t)i * scr.stride;
+    if (r->means) {
+        if (CThumbKernels_tap_add_block_sums(job->tap, row, valid, sums, w->sums_wide, b->block_width,
+                                             b->block_height))
+            stop((j_common_ptr)in, "the tap refused the blocks' sums");
+    } else if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, row, valid, b->yrows, b->cbrows, b->crrows,
+                                                          r->hs - 1, r->vs - 1, (int)ys,
+                                                          (int)(r->is420 ? cs : b->scb.stride))) {
+        stop((j_common_ptr)in, "the tap refused the planes");
+    }
+    if (r->encode && !r->is420) {
+        // Chroma rows made of these luma rows: 4:2:0 rows row / 2 onwards.
+        unsigned char *chroma_rows[DCTSIZE];
+        const int made = ((row + valid + 1) / 2) - row / 2;
+        for (int t = 0; t < made; t++) chroma_rows[t] = tcb.p + (size_t)t * cs;
+        const int last_row = r->vs == 2 ? r->ch - 1 : r->H - 1;
+        const int last_col = r->hs == 2 ? r->cw - 1 : r->W - 1;
+        downsample(&b->scb, r->hs, r->vs, row, last_row, last_col, chroma_rows, made, r->cw);
+        for (int t = 0; t < made; t++) chroma_rows[t] = tcr.p + (size_t)t * cs;
+        downsample(&b->scr, r->hs, r->vs, row, last_row, last_col, chroma_rows, made, r->cw);
+    }
+    const int64_t decoded = now_ns();
+    w->decode_ns += decoded - start;
+    // A streamed band goes to the encoder once its 16 rows are in (or the image ends).
+    if (r->encode && !r->whole && !w->places[0] && (row % 16 + r->group == 16 || row + r->group >= r->H)) {
+        const int band_rows = row % 16 + valid;
+        if (!r->blocks) {
+            pad_band(by, r->W, band_rows, 16);
+            pad_band(bcb, r->cw, (band_rows + 1) / 2, 8);
+            pad_band(bcr, r->cw, (band_rows + 1) / 2, 8);
         }
-        w->imcu_row = r / group;
-        if ((int)jpeg_read_raw_data(in, image, (JDIMENSION)group) != group)
-            stop((j_common_ptr)in, "the decoder gave a short band");
-        if (means) {
-            if (CThumbKernels_tap_add_block_sums(job->tap, r, valid, sums, w->sums_wide, block_width, block_height))
-                stop((j_common_ptr)in, "the tap refused the blocks' sums");
-        } else if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, valid, yrows, cbrows, crrows, hs - 1,
-                                                              vs - 1, (int)ys, (int)(is420 ? cs : scb.stride))) {
-            stop((j_common_ptr)in, "the tap refused the planes");
-        }
-        if (encode && !is420) {
-            // Chroma rows made of these luma rows: 4:2:0 rows r / 2 onwards.
-            const int made = ((r + valid + 1) / 2) - r / 2;
-            for (int t = 0; t < made; t++) chroma_rows[t] = tcb.p + (size_t)t * cs;
-            const int last_row = vs == 2 ? ch - 1 : H - 1;
-            const int last_col = hs == 2 ? cw - 1 : W - 1;
-            downsample(&scb, hs, vs, r, last_row, last_col, chroma_rows, made, cw);
-            for (int t = 0; t < made; t++) chroma_rows[t] = tcr.p + (size_t)t * cs;
-            downsample(&scr, hs, vs, r, last_row, last_col, chroma_rows, made, cw);
-        }
-        const int64_t decoded = now_ns();
-        w->decode_ns += decoded - start;
-        // A streamed band goes to the encoder once its 16 rows are in (or the image ends).
-        if (encode && !whole && !w->places[0] && (r % 16 + group == 16 || r + group >= H)) {
-            const int band_rows = r % 16 + valid;
-            if (!blocks) {
-                pad_band(by, W, band_rows, 16);
-                pad_band(bcb, cw, (band_rows + 1) / 2, 8);
-                pad_band(bcr, cw, (band_rows + 1) / 2, 8);
-            }
+        write_band(w, by, bcb, bcr);
+        w->encode_ns += now_ns() - decoded;
+    }
+}
+
+// After the decode: a turned source's store written upright, band by band, from
+// its blocks placed upright or from its whole planes; then the encoder finished.
+static void write_turned(Work *w, const Route *r, const Buffers *b) {
+    const Plane by = b->band.y, bcb = b->band.cb, bcr = b->band.cr;
+    const int64_t start = now_ns();
+    if (w->places[0] && !r->held) {
+        // A turned source's blocks, upright: the band's rows are never read.
+        for (int row = 0; row < r->UH; row += 16) {
+            w->out_imcu_row = row / 16;
             write_band(w, by, bcb, bcr);
-            w->encode_ns += now_ns() - decoded;
         }
     }
-    if (held) {
+    if (r->whole) {
+        // Upright bands gathered from the turned planes (chroma turned as its own grid).
+        for (int row = 0; row < r->UH; row += 16) {
+            gather(b->py, r->W, r->H, r->o, row, 16, by);
+            gather(b->pcb, r->cw, r->ch, r->o, row / 2, 8, bcb);
+            gather(b->pcr, r->cw, r->ch, r->o, row / 2, 8, bcr);
+            write_band(w, by, bcb, bcr);
+        }
+    }
+    w->encode_ns += now_ns() - start;
+}
+
+static void run(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
+    struct jpeg_decompress_struct *in = &w->in;
+    const Route r = route_of(w, job);
+    Buffers b = {0};
+    buffers_for(w, &r, &b);
+    if (r.encode) start_encoder(w, job, r.UW, r.UH, JCS_YCbCr);
+    JSAMPARRAY image[3] = {b.yrows, b.cbrows, b.crrows};
+    if (r.blocks) take_blocks(w, image, r.o);
+    else if (r.means || r.held) hook_idct(w, image);
+    if (r.held) {
+        hold_blocks(w, r.o);
+        w->held = 1;
+        w->held_cap = r.planes_bytes + r.planes_bytes / 2 + 65536;
+    }
+    result->held = r.held;
+    result->requantized = r.blocks;
+    while (in->output_scanline < in->output_height) decode_group(w, job, &r, &b, (int)in->output_scanline);
+    if (r.held) {
         // Before the decoder finishes: its IDCT's tables go with it.
         const int64_t start = now_ns();
-        for (int row = 0; row < UH; row += 16) {
-            held_band(w, 0, row, 16, by);
-            held_band(w, 1, row / 2, 8, bcb);
-            held_band(w, 2, row / 2, 8, bcr);
-            write_band(w, by, bcb, bcr);
+        for (int row = 0; row < r.UH; row += 16) {
+            held_band(w, 0, row, 16, b.band.y);
+            held_band(w, 1, row / 2, 8, b.band.cb);
+            held_band(w, 2, row / 2, 8, b.band.cr);
+            write_band(w, b.band.y, b.band.cb, b.band.cr);
         }
         w->encode_ns += now_ns() - start;
     }
     jpeg_finish_decompress(in);
-    if (!encode) return;
-    if (w->places[0] && !held) {
-        // A turned source's blocks, upright: the band's rows are never read.
-        const int64_t start = now_ns();
-        for (int row = 0; row < UH; row += 16) {
-            w->out_imcu_row = row / 16;
-            write_band(w, by, bcb, bcr);
-        }
-        w->encode_ns += now_ns() - start;
-    }
-    if (whole) {
-        // Upright bands gathered from the turned planes (chroma turned as its own grid).
-        const int64_t start = now_ns();
-        for (int row = 0; row < UH; row += 16) {
-            gather(py, W, H, o, row, 16, by);
-            gather(pcb, cw, ch, o, row / 2, 8, bcb);
-            gather(pcr, cw, ch, o, row / 2, 8, bcr);
-            write_band(w, by, bcb, bcr);
-        }
-        w->encode_ns += now_ns() - start;
-    }
+    if (!r.encode) return;
+    write_turned(w, &r, &b);
     const int64_t start = now_ns();
     jpeg_finish_compress(&w->out);
     w->encode_ns += now_ns() - start;

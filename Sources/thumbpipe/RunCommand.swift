@@ -34,6 +34,29 @@ enum RunCommand {
         // with temporaries left; the run stops at once when they arrive.
         let signals = SignalCatcher([SIGINT, SIGTERM])
         guard var args = try Arguments.forCommand(argv, help: help) else { return 0 }
+        let line = try parse(&args)
+        let positionals = try args.finish(command: "run")
+        if line.json && !line.dryRun {
+            throw ThumbpipeError(
+                .usage, "--json goes with --dry-run (a run's figures are in OUT/.thumbpipe/report.json)")
+        }
+        guard positionals.count == 1 else {
+            throw ThumbpipeError(
+                .usage,
+                positionals.isEmpty
+                    ? "run needs a MANIFEST (see 'thumbpipe run --help')"
+                    : "run takes one MANIFEST, got \(positionals.count)")
+        }
+        var request = line.request(
+            input: positionals[0], settings: try line.settings())
+        request.standardInputClosed = standardInputClosed
+        return try run(
+            Run.prepare(request, notice: terminal.diagnostic), line: line, signals: signals, terminal: terminal)
+    }
+
+    /// The command line's options and pipeline settings by flag (`--scale 3`,
+    /// before `--set`'s: `--set` wins).
+    static func parse(_ args: inout Arguments) throws -> RunCommandLine {
         var line = RunCommandLine()
         for option in RunOptionDescription.all {
             if option.value == nil {
@@ -51,23 +74,11 @@ enum RunCommand {
             }
         }
         line.overrides = flagged + line.overrides
-        let positionals = try args.finish(command: "run")
-        if line.json && !line.dryRun {
-            throw ThumbpipeError(
-                .usage, "--json goes with --dry-run (a run's figures are in OUT/.thumbpipe/report.json)")
-        }
-        guard positionals.count == 1 else {
-            throw ThumbpipeError(
-                .usage,
-                positionals.isEmpty
-                    ? "run needs a MANIFEST (see 'thumbpipe run --help')"
-                    : "run takes one MANIFEST, got \(positionals.count)")
-        }
-        var request = line.request(
-            input: positionals[0], settings: try settings(line.pipeline, overrides: line.overrides))
-        request.standardInputClosed = standardInputClosed
+        return line
+    }
 
-        let run = try Run.prepare(request, notice: terminal.diagnostic)
+    /// Plans (`--dry-run`) or carries out a prepared run; returns the exit status.
+    static func run(_ run: Run, line: RunCommandLine, signals: SignalCatcher, terminal: Terminal) throws -> Int32 {
         for warning in run.fullManifest.warnings { terminal.warning(warning) }
         // --log and --trace never write over what the run reads or owns.
         let protected = run.protectedPaths
@@ -97,27 +108,6 @@ enum RunCommand {
         let known = result.failures.filter { $0.known == true }.count
         // A nightly job asks to hear only of news: failures it has not seen before.
         return (line.exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0
-    }
-
-    /// The pipeline `name` with the command line's settings over it, checked.
-    static func settings(
-        _ name: String, overrides: [(key: String, value: String, origin: SettingDescription.Origin)]
-    ) throws -> PipelineSettings {
-        var settings = try PipelineCatalog().resolve(name).settings
-        for (key, value, origin) in overrides {
-            let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
-            do {
-                try settings.set(key, json, at: "command line", origin: origin)
-            } catch let error as ThumbpipeError {
-                throw ThumbpipeError(.usage, error.message)
-            }
-        }
-        do {
-            try settings.validate(at: "command line")
-        } catch let error as ThumbpipeError {
-            throw ThumbpipeError(.usage, error.message)
-        }
-        return settings
     }
 
     /// What the terminal and `--log` hear as items finish.

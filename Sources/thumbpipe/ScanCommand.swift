@@ -42,32 +42,47 @@ enum ScanCommand {
             guard output == nil else { throw ThumbpipeError(.usage, "--update FILE and -o FILE: give one") }
             try Self.update(update, with: result, terminal: terminal)
         } else if let output {
-            let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
-            do {
-                try FileSystem.createFolder(base, intermediate: true)
-            } catch {
-                throw ThumbpipeError(.cannotCreate, "\(base): cannot create: \(ThumbpipeError.describe(error))")
-            }
-            var protected = ProtectedPaths()
-            let photos = result.entries.map(\.path)
-            protected.protect(files: { photos }, as: "a photo the scan found")
-            let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
-            // A manifest is where users type names and values: never overwritten unasked.
-            if target.kind == .file && !force && FileSystem.exists(target.path) {
-                throw ThumbpipeError(
-                    .cannotCreate,
-                    "\(output) exists (a manifest's names and values may have been edited there); --force overwrites it"
-                )
-            }
-            let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
-            try target.write(Data(text.utf8))
-            if target.kind == .file {
-                try FolderScan.Seen.write(
-                    Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
-            }
+            try writeManifest(result, to: output, force: force)
         } else {
             try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileSystem.currentFolder))
         }
+        tell(result, recursive: recursive, terminal: terminal)
+        terminal.summary(
+            "thumbpipe: \(result.entries.count) images\(result.skippedSummary.map { "; \($0)" } ?? "")"
+                + (output.map { " → \($0)" } ?? ""))
+        return 0
+    }
+
+    /// `scan -o FILE`: the manifest written to FILE (never over an existing one
+    /// unless forced, never over a photo the scan found), with its `.seen` list.
+    static func writeManifest(_ result: FolderScan.Result, to output: String, force: Bool) throws {
+        let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
+        do {
+            try FileSystem.createFolder(base, intermediate: true)
+        } catch {
+            throw ThumbpipeError(.cannotCreate, "\(base): cannot create: \(ThumbpipeError.describe(error))")
+        }
+        var protected = ProtectedPaths()
+        let photos = result.entries.map(\.path)
+        protected.protect(files: { photos }, as: "a photo the scan found")
+        let target = try OutputTarget.resolve(output, for: "-o", protecting: protected)
+        // A manifest is where users type names and values: never overwritten unasked.
+        if target.kind == .file && !force && FileSystem.exists(target.path) {
+            throw ThumbpipeError(
+                .cannotCreate,
+                "\(output) exists (a manifest's names and values may have been edited there); --force overwrites it"
+            )
+        }
+        let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
+        try target.write(Data(text.utf8))
+        if target.kind == .file {
+            try FolderScan.Seen.write(
+                Set(FolderScan.Seen.names(result.entries, manifest: target.path)), for: target.path)
+        }
+    }
+
+    /// What the scan left out or could not read, named on stderr.
+    static func tell(_ result: FolderScan.Result, recursive: Bool, terminal: Terminal) {
         // Named, not only counted: a JPEG libvips could read with warnings may be among them.
         for file in result.skippedFiles.prefix(20) {
             terminal.diagnostic("thumbpipe: skipped \(Terminal.shown(file.path)): \(file.kind)")
@@ -101,10 +116,6 @@ enum ScanCommand {
                 "\(duplicates.reduce(0) { $0 + $1.count }) images are byte-identical to another (each becomes its own item): "
                     + DuplicateItem.line(duplicates.map { $0.map(\.relativePath) }))
         }
-        terminal.summary(
-            "thumbpipe: \(result.entries.count) images\(result.skippedSummary.map { "; \($0)" } ?? "")"
-                + (output.map { " → \($0)" } ?? ""))
-        return 0
     }
 
     /// `scan --update FILE`: the photos FILE does not name yet appended as new lines;

@@ -178,8 +178,8 @@ enum ArchiveIndex {
                         }
                         func put(_ text: UnsafeBufferPointer<UInt8>) {
                             put(UInt64(text.count))
-                            if let base = text.baseAddress {
-                                (raw.baseAddress! + at).copyMemory(from: base, byteCount: text.count)
+                            if let base = text.baseAddress, let into = raw.baseAddress {
+                                (into + at).copyMemory(from: base, byteCount: text.count)
                             }
                             at += text.count
                         }

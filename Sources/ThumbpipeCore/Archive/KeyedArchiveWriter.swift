@@ -262,7 +262,36 @@ public final class KeyedArchiveWriter {
     public func finish() throws {
         precondition(written == itemCount, "archive opened for \(itemCount) items, \(written) appended")
         try flush()
-        // The root array: the UID at the end of each item.
+        let elements = try writeRootArray()
+        let arrayClassUID = uid(Self.arrayClassIndex)
+        fixedArchiveRefs[1] = dictionary([
+            (itemKeys.classRef, arrayClassUID), (key(KeyedArchiveKeys.arrayObjects), elements),
+        ])
+        let objects = try writeObjects()
+        let top = dictionary([(key(KeyedArchiveKeys.root), uid(1))])
+        let topLevel = dictionary([
+            (key(KeyedArchiveKeys.archiver), string(KeyedArchiveKeys.archiverName)),
+            (key(KeyedArchiveKeys.objects), objects),
+            (key(KeyedArchiveKeys.top), top),
+            (key(KeyedArchiveKeys.version), integer(KeyedArchiveKeys.versionNumber)),
+        ])
+        try writeOffsetTable(topLevel: topLevel)
+        try flush()
+        contentHash = String(writtenHash.finish(), radix: 16).leftPadded(to: 16)
+        let syncStart = Spans.now
+        try file.commit(to: finalPath)
+        finished = true
+        // The index describes the archive now in place; until it is renamed, the
+        // old index no longer matches the archive and is not used.
+        try? entries.commit(
+            header: ArchiveIndex.Header(
+                itemCount: UInt64(itemCount), refWidth: UInt8(refWidth), className: className,
+                archive: FileStamp(path: finalPath)))
+        syncSeconds = Double(Spans.now - syncStart) / 1e9
+    }
+
+    /// The root array: the UID at the end of each item. Returns its object.
+    private func writeRootArray() throws -> Int {
         let elements = begin()
         BinaryPlistEncoding.appendMarker(0xA, count: itemCount, to: &buffer)
         let refWidth = refWidth
@@ -272,11 +301,13 @@ public final class KeyedArchiveWriter {
                 try drain(&table, ifFull: true)
             }
         }
-        let arrayClassUID = uid(Self.arrayClassIndex)
-        fixedArchiveRefs[1] = dictionary([
-            (itemKeys.classRef, arrayClassUID), (key(KeyedArchiveKeys.arrayObjects), elements),
-        ])
-        // `$objects`: the fixed entries, then per item its dictionary, name, serial, date, key (and data).
+        return elements
+    }
+
+    /// `$objects`: the fixed entries, then per item its dictionary, name, serial,
+    /// date, key (and data). Returns its object.
+    private func writeObjects() throws -> Int {
+        let refWidth = refWidth
         let objects = begin()
         BinaryPlistEncoding.appendMarker(0xA, count: fixedArchiveRefs.count + itemArchiveRefCount, to: &buffer)
         for ref in fixedArchiveRefs { BinaryPlistEncoding.appendBigEndian(UInt64(ref), width: refWidth, to: &buffer) }
@@ -293,14 +324,13 @@ public final class KeyedArchiveWriter {
                 try drain(&table, ifFull: true)
             }
         }
-        let top = dictionary([(key(KeyedArchiveKeys.root), uid(1))])
-        let topLevel = dictionary([
-            (key(KeyedArchiveKeys.archiver), string(KeyedArchiveKeys.archiverName)),
-            (key(KeyedArchiveKeys.objects), objects),
-            (key(KeyedArchiveKeys.top), top),
-            (key(KeyedArchiveKeys.version), integer(KeyedArchiveKeys.versionNumber)),
-        ])
-        // The offset table: the prologue's objects, every item's, then the trailer's.
+        return objects
+    }
+
+    /// The offset table (the prologue's objects, every item's, then the
+    /// trailer's) and the trailer naming `topLevel`.
+    private func writeOffsetTable(topLevel: Int) throws {
+        let refWidth = refWidth
         let tableOffset = position
         let offsetWidth = BinaryPlistEncoding.byteWidth(for: tableOffset)
         func offset(_ value: UInt64) {
@@ -322,18 +352,6 @@ public final class KeyedArchiveWriter {
         BinaryPlistEncoding.appendBigEndian(UInt64(objectCount), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(UInt64(topLevel), width: 8, to: &buffer)
         BinaryPlistEncoding.appendBigEndian(tableOffset, width: 8, to: &buffer)
-        try flush()
-        contentHash = String(writtenHash.finish(), radix: 16).leftPadded(to: 16)
-        let syncStart = Spans.now
-        try file.commit(to: finalPath)
-        finished = true
-        // The index describes the archive now in place; until it is renamed, the
-        // old index no longer matches the archive and is not used.
-        try? entries.commit(
-            header: ArchiveIndex.Header(
-                itemCount: UInt64(itemCount), refWidth: UInt8(refWidth), className: className,
-                archive: FileStamp(path: finalPath)))
-        syncSeconds = Double(Spans.now - syncStart) / 1e9
     }
 
     /// XXH64 of the finished archive's bytes (hex), as ``ContentHash/file(_:)``

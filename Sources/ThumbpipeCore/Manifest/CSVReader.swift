@@ -24,25 +24,7 @@ enum CSVReader {
             }
             while !endOfRecord {
                 if i < bytes.count, bytes[i] == UInt8(ascii: "\"") {
-                    i += 1
-                    while true {
-                        guard i < bytes.count else {
-                            throw SyntaxError(line: startLine, reason: "unterminated quoted field")
-                        }
-                        let c = bytes[i]
-                        i += 1
-                        if c == UInt8(ascii: "\"") {
-                            if i < bytes.count, bytes[i] == UInt8(ascii: "\"") {
-                                field.append(c)
-                                i += 1
-                            } else {
-                                break
-                            }
-                        } else {
-                            if c == 0x0A { line += 1 }
-                            field.append(c)
-                        }
-                    }
+                    try quoted(bytes, at: &i, line: &line, startLine: startLine, into: &field)
                     if i < bytes.count, ![UInt8(ascii: ","), 0x0A, 0x0D].contains(bytes[i]) {
                         throw SyntaxError(line: line, reason: "unexpected character after a closing quote")
                     }
@@ -68,6 +50,27 @@ enum CSVReader {
             }
             if fields == [""] { continue }
             try record(fields, startLine)
+        }
+    }
+
+    /// A quoted field's content, from its opening quote at `i` to past its closing
+    /// one (`""` is a quote; newlines inside count lines).
+    private static func quoted(
+        _ bytes: [UInt8], at i: inout Int, line: inout Int, startLine: Int, into field: inout [UInt8]
+    ) throws {
+        i += 1
+        while true {
+            guard i < bytes.count else { throw SyntaxError(line: startLine, reason: "unterminated quoted field") }
+            let c = bytes[i]
+            i += 1
+            if c == UInt8(ascii: "\"") {
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return }
+                field.append(c)
+                i += 1
+            } else {
+                if c == 0x0A { line += 1 }
+                field.append(c)
+            }
         }
     }
 }

@@ -25,10 +25,7 @@ struct ManifestFields {
         /// The field a key's UTF-8 bytes name, without making a string of them.
         init?(bytes: UnsafeRawBufferPointer) {
             for name in Name.allCases where Self.utf8[name.rawValue].count == bytes.count {
-                if Self.utf8[name.rawValue].withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) }
-                )
-                    == 0
-                {
+                if Self.utf8[name.rawValue].elementsEqual(bytes) {
                     self = name
                     return
                 }
@@ -172,7 +169,8 @@ enum FlatJSONLine {
         mutating func literal(_ word: StaticString, _ value: JSONValue) -> JSONValue? {
             let count = word.utf8CodeUnitCount
             guard bytes.count - index >= count,
-                memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0
+                UnsafeRawBufferPointer(rebasing: bytes[index..<index + count]).elementsEqual(
+                    UnsafeRawBufferPointer(start: word.utf8Start, count: count))
             else { return nil }
             index += count
             return value

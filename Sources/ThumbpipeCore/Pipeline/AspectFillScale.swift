@@ -151,8 +151,9 @@ public struct AspectFillScale: Sendable {
         var out = [UInt8](repeating: 255, count: uw * uh * 4)
         func byte(_ v: Float) -> UInt8 { v >= 255 ? 255 : v > 0 ? UInt8(v) : 0 }
         precondition(memory.count >= w * h * bands * (isFloat ? 4 : 1), "fewer samples than pixels")
-        let floats = memory.baseAddress!.assumingMemoryBound(to: Float.self)
-        let bytes = memory.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        guard let base = memory.baseAddress else { return RGBABuffer(width: uw, height: uh, pixels: out) }
+        let floats = base.assumingMemoryBound(to: Float.self)
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
         for y in 0..<uh {
             for x in 0..<uw {
                 let (sx, sy) = storedPixel(x, y, orientation: orientation, width: w, height: h)

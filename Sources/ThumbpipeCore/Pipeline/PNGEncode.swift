@@ -69,7 +69,8 @@ public struct PNGEncode: Sendable {
         let stride = buffer.width * 4
         return [UInt8](unsafeUninitializedCapacity: buffer.height * (stride + 1)) { out, count in
             buffer.pixels.withUnsafeBufferPointer { pixels in
-                let p = pixels.baseAddress!, q = out.baseAddress!
+                // An image without pixels (a side of 0) has no rows to filter.
+                guard let p = pixels.baseAddress, let q = out.baseAddress else { return }
                 for y in 0..<buffer.height {
                     let row = q + y * (stride + 1), from = p + y * stride
                     row[0] = y == 0 ? 0 : 2
@@ -81,7 +82,7 @@ public struct PNGEncode: Sendable {
                     }
                 }
             }
-            count = buffer.height * (stride + 1)
+            count = buffer.pixels.isEmpty ? 0 : buffer.height * (stride + 1)
         }
     }
 

@@ -94,17 +94,7 @@ public struct ContactSheet: Sendable {
         }
         var sheet = ContactSheet(columns: columns, perSheet: perSheet)
         sheet.failures = failures
-        // The first thumbnail sets the box size: one run's thumbnails share it.
-        for index in 0..<reader.count {
-            if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png),
-                size.width <= Self.largestThumbnail, size.height <= Self.largestThumbnail
-            {
-                sheet.layout.thumbnailWidth = size.width
-                sheet.layout.thumbnailHeight = size.height
-                break
-            }
-        }
-        sheet.layout.fit(pixels: Self.largestSheetPixels)
+        try sheet.fitThumbnails(of: reader)
         var paths: [String] = []
         let layout = sheet.layout
         // Pango picks a font per character by coverage; what no font has draws as a box.
@@ -142,6 +132,21 @@ public struct ContactSheet: Sendable {
             paths.append(path)
         }
         return paths
+    }
+
+    /// Sizes the boxes by the first thumbnail (one run's thumbnails share a size),
+    /// then fits the sheet within ``largestSheetPixels``.
+    private mutating func fitThumbnails(of reader: KeyedArchiveReader) throws {
+        for index in 0..<reader.count {
+            if let png = try reader.validItem(at: index).thumbnailData, let size = PNGInfo.size(png),
+                size.width <= Self.largestThumbnail, size.height <= Self.largestThumbnail
+            {
+                layout.thumbnailWidth = size.width
+                layout.thumbnailHeight = size.height
+                break
+            }
+        }
+        layout.fit(pixels: Self.largestSheetPixels)
     }
 
     /// The most pixels one sheet has (64 Mpx: 256 MB as RGBA, the bulk of the

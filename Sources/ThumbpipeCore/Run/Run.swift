@@ -155,16 +155,8 @@ public final class Run: Sendable {
     ) throws -> RunReport {
         let settings = request.settings
         let output = request.output
-        let memory = settings.limits.workerMemoryBytes
         let executable = request.workerExecutable ?? RunOptions.currentExecutable
-        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: executable),
-            memory < minimum
-        {
-            throw ThumbpipeError(
-                .usage,
-                "limits.workerMemoryBytes is \(memory >> 20) MiB, but a worker maps about \((minimum >> 20) - 128) MiB "
-                    + "before it reads any image: set at least \(minimum) (\(minimum >> 20) MiB), or 0 for no limit")
-        }
+        try checkWorkerMemory(executable: executable)
         let support = Sandbox.probe()
         try Sandbox.check(request.flags.sandbox, support: support)
         let lock = try output.prepare()
@@ -187,46 +179,69 @@ public final class Run: Sendable {
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
             hooks: hooks)
-        // The page is drawn on its own thread while the run writes its archive and state.
-        let page = Mutex<String?>(nil)
-        let drawn = DispatchGroup()
+        let page = PageDrawer()
         let report = try runner.run(cancel: cancel) { report in
             report.sandbox = report.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
             report.leftOut = scanned.map(RunReport.LeftOut.init)
             let json = try report.write(to: output)
-            guard request.flags.html else { return }
-            let written = report
+            if request.flags.html { page.draw(report, written: json) }
+        }
+        try writeShardInfo()
+        try SettingsChange.record(settings, in: state)
+        if let onItem = hooks.onItem { for item in plan.removed { onItem(ItemLogEntry(removed: item)) } }
+        if request.flags.html {
+            do { try page.write(in: output) } catch { warn("report.html not written: \(error)") }
+        }
+        withExtendedLifetime(lock) {}
+        return report
+    }
+
+    /// The report's page, drawn on its own thread while the run writes its archive and state.
+    final class PageDrawer: Sendable {
+        private let page = Mutex<String?>(nil)
+        private let drawn = DispatchGroup()
+
+        /// Starts drawing the page of `report` (written as `written`).
+        func draw(_ report: RunReport, written: Data) {
             drawn.enter()
-            Thread {
-                let html = try? HTMLReport.render(justRun: written, written: json)
+            Thread { [self] in
+                let html = try? HTMLReport.render(justRun: report, written: written)
                 page.withLock { $0 = html }
                 drawn.leave()
             }.start()
         }
-        // After the archive is in place, under the run's lock: a part killed before
-        // this keeps its earlier run's identity, so 'merge --run-id' refuses it.
-        if var info = shardInfo {
-            // Bound to the archive it describes: merge refuses a shard.json beside another part's archive.
-            let archive = output.layout.archive(settings.archive.fileName)
-            info.archiveBytes = FileInfo(path: archive)?.size
-            info.archiveHash = ContentHash.file(archive)
-            try info.write(in: output.path)
-        }
-        try SettingsChange.record(settings, in: state)
-        if let onItem = hooks.onItem { for item in plan.removed { onItem(ItemLogEntry(removed: item)) } }
-        if request.flags.html {
-            do {
-                drawn.wait()
-                if let html = page.withLock({ $0 }) {
-                    try HTMLReport.write(html, in: output)
-                } else {
-                    try HTMLReport.write(from: output)
-                }
-            } catch {
-                warn("report.html not written: \(error)")
+
+        /// Writes the page once drawn (drawn again from report.json when drawing failed).
+        func write(in output: OutputFolder) throws {
+            drawn.wait()
+            if let html = page.withLock({ $0 }) {
+                try HTMLReport.write(html, in: output)
+            } else {
+                try HTMLReport.write(from: output)
             }
         }
-        withExtendedLifetime(lock) {}
-        return report
+    }
+
+    /// Refuses a worker memory cap below what a worker maps before it reads an image.
+    private func checkWorkerMemory(executable: String) throws {
+        let memory = request.settings.limits.workerMemoryBytes
+        if memory > 0, let minimum = Worker.minimumMemoryBytes(executable: executable), memory < minimum {
+            throw ThumbpipeError(
+                .usage,
+                "limits.workerMemoryBytes is \(memory >> 20) MiB, but a worker maps about \((minimum >> 20) - 128) MiB "
+                    + "before it reads any image: set at least \(minimum) (\(minimum >> 20) MiB), or 0 for no limit")
+        }
+    }
+
+    /// A shard's `shard.json`, written after the archive is in place, under the run's
+    /// lock (a part killed before this keeps its earlier run's identity, so
+    /// 'merge --run-id' refuses it), bound to the archive it describes (merge
+    /// refuses a shard.json beside another part's archive).
+    private func writeShardInfo() throws {
+        guard var info = shardInfo else { return }
+        let archive = request.output.layout.archive(request.settings.archive.fileName)
+        info.archiveBytes = FileInfo(path: archive)?.size
+        info.archiveHash = ContentHash.file(archive)
+        try info.write(in: request.output.path)
     }
 }

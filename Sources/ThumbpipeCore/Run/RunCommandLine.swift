@@ -271,3 +271,26 @@ extension Int {
         self = parsed
     }
 }
+
+extension RunCommandLine {
+    /// The pipeline the command line names, with its settings (by flag and
+    /// `--set`) over it, checked.
+    /// - Throws: ``ThumbpipeError`` (64) naming the setting that is wrong.
+    public func settings() throws -> PipelineSettings {
+        var settings = try PipelineCatalog().resolve(pipeline).settings
+        for (key, value, origin) in overrides {
+            let json: JSONValue = Double(value) != nil ? .number(value) : .string(value)
+            do {
+                try settings.set(key, json, at: "command line", origin: origin)
+            } catch let error as ThumbpipeError {
+                throw ThumbpipeError(.usage, error.message)
+            }
+        }
+        do {
+            try settings.validate(at: "command line")
+        } catch let error as ThumbpipeError {
+            throw ThumbpipeError(.usage, error.message)
+        }
+        return settings
+    }
+}

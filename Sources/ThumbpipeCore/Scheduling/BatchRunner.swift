@@ -72,11 +72,7 @@ public final class BatchRunner: Sendable {
         defer { supervisor.reapExiting() }
         let (sink, sampled) = try runSlots(supervisor: supervisor, archivePath: archivePath, cancel: cancel)
         if let error = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : sampled.fatal {
-            sink.abandonArchive()
-            trace?.abandon()
-            try? state?.commit()
-            TemporaryFile.removeStale(in: options.output.path)
-            TemporaryFile.removeStale(in: options.output.layout.work)
+            abandon(sink)
             throw error
         }
         try forgetGone()
@@ -171,6 +167,15 @@ public final class BatchRunner: Sendable {
                 fatal: fatal.withLock { $0 }, peak: peak, proportionalPeak: sampler.proportionalPeak,
                 meanLoadAverage: sampler.meanLoadAverage, timeline: timeline)
         )
+    }
+
+    /// A run that stops: no archive, no trace, what is done committed, no temporaries left.
+    private func abandon(_ sink: OrderedSink) {
+        sink.abandonArchive()
+        trace?.abandon()
+        try? state?.commit()
+        TemporaryFile.removeStale(in: options.output.path)
+        TemporaryFile.removeStale(in: options.output.layout.work)
     }
 
     /// Items gone from the manifest lose their store file, as deleteImageForKey: does;

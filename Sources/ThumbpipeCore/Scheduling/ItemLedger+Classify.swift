@@ -140,6 +140,26 @@ extension ItemLedger {
                 itemClass: .changed, needsThumbnail: true, needsStore: true,
                 reasons: replaced ? .sourceReplaced : .sourceChanged)
         }
+        var (needsThumbnail, needsStore, reasons) = redone(previous: previous, facts: facts, rules: rules)
+        // A source back after missing: nothing to redo, but its record forgets since when.
+        if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
+        let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
+        let itemClass: ItemClass =
+            changed ? .changed : source.moved ? .moved : fieldsEdited ? .metadata : .unchanged
+        if source.moved { reasons.insert(.moved) }
+        if fieldsEdited { reasons.insert(.fieldsChanged) }
+        return ItemWork(
+            itemClass: itemClass, needsThumbnail: needsThumbnail, needsStore: needsStore,
+            reasons: (reasons.isEmpty ? .unchanged : reasons).union(unrecorded), sourceUnchanged: true,
+            restamp: source.restamp)
+    }
+
+    /// What of an item whose source is the same must be redone, and why: a kept
+    /// failure is retried only under new limits; a good item's outputs whose
+    /// fingerprint moved are redone, and its store file when it is missing or damaged.
+    static func redone(previous: ItemRecord, facts: ItemFacts, rules: Rules) -> (
+        thumbnail: Bool, store: Bool, reasons: WorkReasons
+    ) {
         var reasons: WorkReasons = []
         var needsThumbnail: Bool
         var needsStore: Bool
@@ -170,16 +190,6 @@ extension ItemLedger {
                 reasons.insert(.storeFileDamaged)
             }
         }
-        // A source back after missing: nothing to redo, but its record forgets since when.
-        if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
-        let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
-        let itemClass: ItemClass =
-            changed ? .changed : source.moved ? .moved : fieldsEdited ? .metadata : .unchanged
-        if source.moved { reasons.insert(.moved) }
-        if fieldsEdited { reasons.insert(.fieldsChanged) }
-        return ItemWork(
-            itemClass: itemClass, needsThumbnail: needsThumbnail, needsStore: needsStore,
-            reasons: (reasons.isEmpty ? .unchanged : reasons).union(unrecorded), sourceUnchanged: true,
-            restamp: source.restamp)
+        return (needsThumbnail, needsStore, reasons)
     }
 }

@@ -50,10 +50,9 @@ enum WorkerProtocol {
         let header = [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
         var sent = 0
         while sent < header.count {
-            let n = header.withUnsafeBytes {
+            let n = header[sent...].withUnsafeBytes {
                 CSandbox_send(
-                    socket.rawValue, $0.baseAddress! + sent, header.count - sent,
-                    sent == 0 ? descriptor?.rawValue ?? -1 : -1)
+                    socket.rawValue, $0.baseAddress, header.count - sent, sent == 0 ? descriptor?.rawValue ?? -1 : -1)
             }
             if n < 0 { throw ThumbpipeError(.ioError, "worker socket: \(ThumbpipeError.errnoText(Int32(-n)))") }
             sent += n
@@ -75,8 +74,8 @@ enum WorkerProtocol {
         while offset < 4 {
             if let deadline, !wait(socket, until: deadline) { return .timedOut }
             var passed: Int32 = -1
-            let n = header.withUnsafeMutableBytes {
-                CSandbox_receive(socket.rawValue, $0.baseAddress! + offset, 4 - offset, &passed)
+            let n = header[offset...].withUnsafeMutableBytes {
+                CSandbox_receive(socket.rawValue, $0.baseAddress, 4 - offset, &passed)
             }
             if passed >= 0 {
                 let received = FileDescriptor(adopting: passed)
@@ -93,8 +92,8 @@ enum WorkerProtocol {
             if let deadline, !wait(socket, until: deadline) { return .timedOut }
             // A descriptor attached here is not part of the protocol: received and closed.
             var stray: Int32 = -1
-            let n = body.withUnsafeMutableBytes {
-                CSandbox_receive(socket.rawValue, $0.baseAddress! + offset, length - offset, &stray)
+            let n = body[offset...].withUnsafeMutableBytes {
+                CSandbox_receive(socket.rawValue, $0.baseAddress, length - offset, &stray)
             }
             if stray >= 0 { _ = FileDescriptor(adopting: stray) }
             if n <= 0 { return .closed }

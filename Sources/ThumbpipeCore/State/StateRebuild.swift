@@ -36,16 +36,8 @@ public enum StateRebuild {
     /// - Throws: ``ThumbpipeError`` (73) when the old state cannot be moved aside or the new one written.
     public static func run(folder: String, manifest: Manifest, settings: PipelineSettings) throws -> Summary {
         var summary = Summary()
-        let statePath = RunState.path(in: folder)
-        if OutputGuard.exists(statePath) {
-            let aside = statePath + ".damaged"
-            for suffix in ["", "-wal", "-shm"] where OutputGuard.exists(statePath + suffix) {
-                do { try FileSystem.rename(statePath + suffix, to: aside + suffix) } catch {
-                    throw ThumbpipeError(.cannotCreate, "\(statePath + suffix): cannot move aside: \(error)")
-                }
-            }
-            summary.movedAside = aside
-        }
+        let layout = OutputFolder(folder).layout
+        summary.movedAside = try moveAside(layout.state)
         // The archive's index described an archive the new state never saw: not used.
         try? FileSystem.remove(ArchiveIndex.path(in: folder))
         let state = try RunState(folder: folder)
@@ -56,7 +48,7 @@ public enum StateRebuild {
             guard !adopted.contains(key) else { return }
             let position = index.position(of: key)
             let source = position.flatMap { items.hasImage(at: $0) ? items[$0].imagePath : nil }
-            let store = regularFile(OutputFolder(folder).layout.store(key: key))
+            let store = regularFile(layout.store(key: key))
             // Without a photo, a store file or a thumbnail, there is nothing of the item's to adopt.
             guard source != nil || store != nil || thumbnail != nil else { return }
             if store != nil { summary.storeFiles += 1 }
@@ -69,7 +61,7 @@ public enum StateRebuild {
                     storeModified: store?.modified ?? -1, storeHash: "", failure: nil, seconds: 0),
                 thumbnail: thumbnail)
         }
-        let archivePath = OutputFolder(folder).layout.archive(settings.archive.fileName)
+        let archivePath = layout.archive(settings.archive.fileName)
         if OutputGuard.exists(archivePath) {
             do {
                 let reader = try KeyedArchiveReader(path: archivePath)
@@ -88,12 +80,24 @@ public enum StateRebuild {
         // Store files of the manifest's items that the archive does not list (it is lost too).
         for position in items.indices where items.hasImage(at: position) {
             let key = items.itemKey(at: position)
-            if regularFile(OutputFolder(folder).layout.store(key: key)) != nil {
+            if regularFile(layout.store(key: key)) != nil {
                 try adopt(key: key, thumbnail: nil, date: nil)
             }
         }
         try state.commit()
         return summary
+    }
+
+    /// A damaged state (and its WAL files) moved aside as `.damaged`; its new name, or nil when there was none.
+    private static func moveAside(_ statePath: String) throws -> String? {
+        guard OutputGuard.exists(statePath) else { return nil }
+        let aside = statePath + ".damaged"
+        for suffix in ["", "-wal", "-shm"] where OutputGuard.exists(statePath + suffix) {
+            do { try FileSystem.rename(statePath + suffix, to: aside + suffix) } catch {
+                throw ThumbpipeError(.cannotCreate, "\(statePath + suffix): cannot move aside: \(error)")
+            }
+        }
+        return aside
     }
 
     /// The stamp of a regular file at `path` itself (a symlink there is not adopted).

@@ -47,18 +47,7 @@ public struct OutputTarget: Sendable, Equatable {
         {
             return OutputTarget(kind: .stream, path: given)
         }
-        var path = given
-        // A symlink whose file does not exist yet is followed to where it points.
-        for _ in 0..<8 {
-            guard FileInfo(path: path, followingLinks: false)?.kind == .symlink, FileInfo(path: path) == nil else {
-                break
-            }
-            guard let destination = FileSystem.linkDestination(path) else { break }
-            path =
-                destination.hasPrefix("/")
-                ? destination
-                : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(destination).path
-        }
+        let path = danglingTarget(given)
         let info = FileInfo(path: path)
         let exists = info != nil
         if let info {
@@ -69,21 +58,7 @@ public struct OutputTarget: Sendable, Equatable {
             default: return OutputTarget(kind: .stream, path: path)
             }
         }
-        let real: String
-        if exists, let resolved = OutputGuard.realPath(path) {
-            real = resolved
-        } else {
-            let url = URL(fileURLWithPath: path)
-            guard let folder = OutputGuard.realPath(url.deletingLastPathComponent().path) else {
-                // A folder the run has yet to make (its output folder) is checked as written.
-                if let what = protected.owner(of: url.standardizedFileURL.path, info: nil) {
-                    throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
-                }
-                throw ThumbpipeError(
-                    .cannotCreate, "\(option) \(given): its folder does not exist (\(ThumbpipeError.errnoText()))")
-            }
-            real = (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
-        }
+        let real = try realPath(path, exists: exists, given: given, option: option, protected: protected)
         if let what = protected.owner(of: real, info: info) {
             throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
         }
@@ -96,6 +71,41 @@ public struct OutputTarget: Sendable, Equatable {
             )
         }
         return OutputTarget(kind: .file, path: real)
+    }
+
+    /// Where `given` leads when it is a symlink whose file does not exist yet
+    /// (followed up to 8 links), else `given`.
+    private static func danglingTarget(_ given: String) -> String {
+        var path = given
+        for _ in 0..<8 {
+            guard FileInfo(path: path, followingLinks: false)?.kind == .symlink, FileInfo(path: path) == nil else {
+                break
+            }
+            guard let destination = FileSystem.linkDestination(path) else { break }
+            path =
+                destination.hasPrefix("/")
+                ? destination
+                : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(destination).path
+        }
+        return path
+    }
+
+    /// The real path a file at `path` is (or will be) written at: its folder resolved.
+    /// - Throws: 64 when a folder the run has yet to make is protected, 73 when its folder does not exist.
+    private static func realPath(
+        _ path: String, exists: Bool, given: String, option: String, protected: ProtectedPaths
+    ) throws -> String {
+        if exists, let resolved = OutputGuard.realPath(path) { return resolved }
+        let url = URL(fileURLWithPath: path)
+        guard let folder = OutputGuard.realPath(url.deletingLastPathComponent().path) else {
+            // A folder the run has yet to make (its output folder) is checked as written.
+            if let what = protected.owner(of: url.standardizedFileURL.path, info: nil) {
+                throw ThumbpipeError(.usage, "\(option) \(given) is \(what); thumbpipe never writes over it")
+            }
+            throw ThumbpipeError(
+                .cannotCreate, "\(option) \(given): its folder does not exist (\(ThumbpipeError.errnoText()))")
+        }
+        return (folder == "/" ? "" : folder) + "/" + url.lastPathComponent
     }
 
     /// A target thumbpipe chose itself (a default path inside its output folder).

@@ -89,10 +89,11 @@ public final class FileDescriptor: Sendable {
     /// Reads into all of `buffer` from `offset`, through short reads.
     /// - Returns: how many bytes were read: `buffer.count`, fewer only at the end of the file.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(Errno) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
         var done = 0
         while done < buffer.count {
             let n = try retryOnInterrupt {
-                pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+                pread(rawValue, base + done, buffer.count - done, off_t(offset) + off_t(done))
             }
             if n == 0 { break }
             done += n
@@ -102,9 +103,10 @@ public final class FileDescriptor: Sendable {
 
     /// Writes all of `bytes`, through short writes. A write that writes nothing throws EIO.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
-            let n = try retryOnInterrupt { Glibc.write(rawValue, bytes.baseAddress! + done, bytes.count - done) }
+            let n = try retryOnInterrupt { Glibc.write(rawValue, base + done, bytes.count - done) }
             if n == 0 { throw .ioError }
             done += n
         }
@@ -112,10 +114,11 @@ public final class FileDescriptor: Sendable {
 
     /// Writes all of `bytes` at `offset`, through short writes.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Errno) {
+        guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
             let n = try retryOnInterrupt {
-                pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+                pwrite(rawValue, base + done, bytes.count - done, off_t(offset) + off_t(done))
             }
             if n == 0 { throw .ioError }
             done += n

@@ -165,7 +165,7 @@ enum PNGChunks {
             guard length <= bytes.count - at - 12 else {
                 return .failure(.cutShortIn(chunk: chunks.count + 1, claimed: length))
             }
-            let crc = crc32(0, bytes.baseAddress! + at + 4, UInt32(4 + length))
+            let crc = crc32(0, bytes.baseAddress.map { $0 + at + 4 }, UInt32(4 + length))
             guard crc == UInt(be32(bytes, at + 8 + length)) else { return .failure(.badCRC(chunk: chunks.count + 1)) }
             let chunk = Chunk(type: be32(bytes, at + 4), data: at + 8..<at + 8 + length, index: chunks.count)
             chunks.append(chunk)

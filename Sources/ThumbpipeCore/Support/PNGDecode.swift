@@ -157,9 +157,10 @@ public enum PNGDecode {
             let stride = rowBytes(width) + 1
             out.withUnsafeMutableBufferPointer { target in
                 raw.withUnsafeBufferPointer { source in
+                    guard let from = source.baseAddress, let into = target.baseAddress else { return }
                     for y in 0..<height {
-                        let row = source.baseAddress! + y * stride + 1
-                        let line = target.baseAddress! + y * width * 4
+                        let row = from + y * stride + 1
+                        let line = into + y * width * 4
                         if colourType == 6 {
                             line.update(from: row, count: width * 4)
                         } else {
@@ -236,7 +237,8 @@ public enum PNGDecode {
                 for y in 0..<height {
                     let filter = all[offset + y * stride]
                     guard filter <= 4 else { throw Refused("row \(y) has filter \(filter)") }
-                    let row = all.baseAddress! + offset + y * stride + 1
+                    guard let base = all.baseAddress else { throw Refused("no image data") }
+                    let row = base + offset + y * stride + 1
                     // The row above (zeros above the first).
                     let above: UnsafeMutablePointer<UInt8>? = y > 0 ? row - stride : nil
                     switch filter {
