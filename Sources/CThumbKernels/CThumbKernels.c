@@ -845,18 +845,17 @@ static int shaper_generate(VipsRegion *out, void *seq, void *a, void *b, gboolea
     return 0;
 }
 
-CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode) {
+// The widest shift (the most fraction bits) at which every factor fits 16
+// signed bits and each output's sum of products, rounding included, fits
+// 32: 15 for real colorants (entries within ±2), down to 12 for entries of ±10;
+// 0 when none does (the matrix is out of range). Linear light is 15 bits: a
+// factor m becomes m × 2^shift × 16383 / 32767, so that the largest product
+// >> shift is the table's last step.
+static int shaper_factors(const float *matrix, gint32 factors[9]) {
     for (int i = 0; i < 9; i++)
-        if (!(fabsf(matrix[i]) <= 10.0f)) return NULL;
-    // The widest shift (the most fraction bits) at which every factor fits 16
-    // signed bits and each output's sum of products, rounding included, fits
-    // 32: 15 for real colorants (entries within ±2), down to 12 for entries of ±10.
-    // Linear light is 15 bits: a factor m becomes m × 2^shift × 16383 / 32767, so
-    // that the largest product >> shift is the table's last step.
+        if (!(fabsf(matrix[i]) <= 10.0f)) return 0;
     const double scale = (double)(CTHUMBKERNELS_SHAPER_STEPS - 1) / 32767.0;
-    gint32 factors[9];
-    int shift = 15;
-    for (;; shift--) {
+    for (int shift = 15; shift >= 12; shift--) {
         gboolean fits = TRUE;
         for (int o = 0; o < 3; o++) {
             gint64 row = 0;
@@ -867,9 +866,20 @@ CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *
             }
             if (row * 32767 + (1 << (shift - 1)) > G_MAXINT32) fits = FALSE;
         }
-        if (fits) break;
-        if (shift == 12) return NULL;
+        if (fits) return shift;
     }
+    return 0;
+}
+
+int CThumbKernels_shaper_fits(const float *matrix) {
+    gint32 factors[9];
+    return shaper_factors(matrix, factors) != 0;
+}
+
+CThumbKernelsShaper *CThumbKernels_shaper_new(const float *linear, const float *matrix, const unsigned char *encode) {
+    gint32 factors[9];
+    const int shift = shaper_factors(matrix, factors);
+    if (shift == 0) return NULL;
     Shaper *shaper = g_new0(Shaper, 1);
     shaper->shift = shift;
     const gint32 half = 1 << (shift - 1);

@@ -113,7 +113,7 @@ struct BlocksAsCodedTests {
                 header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
                 planes: true)
             // Upright ones: the transcode below does not turn.
-            guard plan.blocks, header.orientation == 1 else { continue }
+            guard plan.onPlanes?.blocks == true, header.orientation == 1 else { continue }
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             let coded = try Self.transcode(bytes, width: header.width, height: header.height, blocks: true)
             let decoded = try Self.transcode(bytes, width: header.width, height: header.height, blocks: false)

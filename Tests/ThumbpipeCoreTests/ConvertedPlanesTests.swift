@@ -204,7 +204,7 @@ struct ConvertedPlanesTests {
                 header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
                 planes: true)
             #expect(plan.store == .libvips(why), "\(relative): \(plan.store)")
-            #expect(!plan.thumbnailOnPlanes)
+            #expect(plan.onPlanes == nil)
         }
     }
 }

@@ -122,12 +122,12 @@ struct ItemPlanTests {
             header: header, makeStore: row.makeStore, canvasWidth: 80, canvasHeight: 80, store: store,
             planes: row.planes)
         #expect(plan.decode == row.decode)
-        #expect(plan.thumbnailOnPlanes == row.onPlanes)
+        #expect((plan.onPlanes != nil) == row.onPlanes)
         #expect(plan.store == row.store)
-        #expect(plan.blocks == row.blocks)
-        #expect(plan.tapMeans == row.means)
-        #expect(plan.planeTapFactor == row.planeFactor)
-        #expect(plan.holdTurned == row.held)
+        #expect((plan.onPlanes?.blocks ?? false) == row.blocks)
+        #expect((plan.onPlanes?.tapMeans ?? false) == row.means)
+        #expect((plan.onPlanes?.tapFactor ?? 0) == row.planeFactor)
+        #expect((plan.onPlanes?.holdTurned ?? false) == row.held)
     }
 
     @Test("The thumbnail's route (planes, blocks as coded) never depends on the store's settings")
@@ -173,5 +173,7 @@ func turnKeepsBlocks() {
 
 extension ItemPlan {
     /// What of the plan decides a thumbnail's bytes: its tap's reader, whether it reads blocks' means, its factor.
-    fileprivate var thumbnailRoute: [Int] { [thumbnailOnPlanes ? 1 : 0, tapMeans ? 1 : 0, planeTapFactor] }
+    fileprivate var thumbnailRoute: [Int] {
+        [onPlanes == nil ? 0 : 1, onPlanes?.tapMeans == true ? 1 : 0, onPlanes?.tapFactor ?? 0]
+    }
 }

@@ -273,15 +273,16 @@ extension PlanePathTests {
     func boundedInput() throws {
         var header = try Decode(limits: PipelineSettings().limits).header(
             of: TestPaths.fixture("photos/Nikon-D3100.jpg"))
-        func plan() -> ItemPlan {
+        func plan(bytes: Int = 0) -> ItemPlan {
             ItemPlan.make(
-                header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: PipelineSettings.Store(),
-                planes: true)
+                header: header, sourceBytes: bytes, makeStore: true, canvasWidth: 80, canvasHeight: 80,
+                store: PipelineSettings.Store(), planes: true)
         }
-        #expect(plan().thumbnailOnPlanes && plan().store == .planes)
+        #expect(plan().onPlanes != nil && plan().store == .planes)
+        #expect(plan(bytes: 65 << 20).onPlanes == nil && plan(bytes: 65 << 20).store == .libvips("a file over 64 MB"))
         header.width = 8000
         header.height = 4000
-        #expect(!plan().thumbnailOnPlanes && plan().store == .libvips("over 30 Mpx"), "32 Mpx")
+        #expect(plan().onPlanes == nil && plan().store == .libvips("over 30 Mpx"), "32 Mpx")
         header.width = 200
         header.height = 200
         #expect(plan().decode == .once && plan().store == .libvips("too small to shrink on load"))

@@ -100,6 +100,10 @@ void CThumbKernels_shaper_free(CThumbKernelsShaper *shaper);
 /// as CThumbKernels_shaper_to_srgb converts them.
 void CThumbKernels_shaper_rgb(const CThumbKernelsShaper *shaper, unsigned char *rgb, size_t count);
 
+/// 1 when CThumbKernels_shaper_new can make a shaper of `matrix` (its 9 entries
+/// fit the integer sums), 0 when it is out of range.
+int CThumbKernels_shaper_fits(const float *matrix);
+
 /// 1 when CThumbKernels_shaper_rgb runs its AVX-512 loop on this CPU (AVX-512 BW
 /// and VBMI), 0 when it runs the portable one.
 int CThumbKernels_shaper_vector(void);

@@ -205,6 +205,10 @@ struct ShaperConversion: Sendable {
         self.init(profile: profile)
     }
 
+    /// Whether ``makeShaper()`` can make a converter of this matrix (its entries
+    /// fit the shaper's integer sums): decided by the plan, before any decode.
+    var fitsShaper: Bool { matrix.withUnsafeBufferPointer { CThumbKernels_shaper_fits($0.baseAddress) != 0 } }
+
     /// The tables as a row converter for the plane path (free it with
     /// `CThumbKernels_shaper_free`); nil when the matrix is out of range.
     func makeShaper() -> OpaquePointer? {

@@ -160,7 +160,7 @@ public struct ItemJobRunner: Sendable {
         return outcome
     }
 
-    /// The work after the header, by the item's ``DecodePlan``.
+    /// The work after the header, by the item's ``ItemPlan``: one switch over its route.
     private func make(
         _ job: ItemJob, source path: SourceBytes, header: SourceHeader, storeFile: FileDescriptor?,
         outcome: inout ItemOutcome,
@@ -168,53 +168,48 @@ public struct ItemJobRunner: Sendable {
     ) throws {
         let job = Job(job: job, storeFile: storeFile)
         let plan = ItemPlan.make(
-            header: header, makeStore: job.makeStore, canvasWidth: thumbnailer.scale.width,
+            header: header, sourceBytes: path.count, makeStore: job.makeStore, canvasWidth: thumbnailer.scale.width,
             canvasHeight: thumbnailer.scale.height, store: settings.store, planes: planes)
         if case .libvips(let reason) = plan.store { outcome.storeReason = reason }
         outcome.decoded = true
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.
         let clocks = PipelineClocks()
-        do {
-            switch plan.decode {
-            case .tap(let factor) where plan.thumbnailOnPlanes:
-                // The thumbnail comes from the planes whatever the store's settings (so it never
-                // depends on them); the store too, unless its settings need libvips.
-                let storeOnPlanes = plan.store == .planes || plan.store == .planesConverted
-                if let refused = try planeItem(
-                    job, source: path, header: header, plan: plan, writesStore: storeOnPlanes, outcome: &outcome,
-                    spans: &spans)
-                {
-                    // A change of plan, recorded: libvips for both, the attempt's time kept.
-                    outcome.storeReason = refused
-                    try tapThenStore(
-                        job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome,
-                        spans: &spans)
-                } else if job.makeStore && !storeOnPlanes {
-                    try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
-                        try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
-                    }
-                }
-            case .tap(let factor):
+        switch plan {
+        case .planes(let planes):
+            if let refused = try planeItem(
+                job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
+            {
+                // A change of plan, recorded: libvips for both, the attempt's time kept.
+                outcome.storeReason = refused
                 try tapThenStore(
-                    job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
-            case .once:
-                let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
-                    try thumbnailer.decode.fullSize(path, header: header, inMemory: true, clocks: clocks)
+                    job, source: path, header: header, factor: planes.factor, clocks: clocks, outcome: &outcome,
+                    spans: &spans)
+            } else if job.makeStore, case .libvips = planes.store {
+                // The thumbnail came from the planes (so it never depends on the store's
+                // settings); the store's settings need libvips.
+                try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
+                    try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                 }
-                spans.split(lastOf: .decode, into: clocks.parts)
-                if job.makeThumbnail {
-                    outcome.thumbnailPixels = Data(try thumbnailer.pixels(from: decoded, spans: &spans).pixels)
-                }
-                if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
-            case .twice:
-                if job.makeThumbnail {
-                    outcome.thumbnailPixels = Data(
-                        try thumbnailer.pixels(for: path, header: header, spans: &spans).pixels)
-                }
-                if job.makeStore {
-                    try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
-                        try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
-                    }
+            }
+        case .tap(let factor, _):
+            try tapThenStore(
+                job, source: path, header: header, factor: factor, clocks: clocks, outcome: &outcome, spans: &spans)
+        case .once:
+            let decoded = try spans.measure(.decode) { () throws(ItemFailure) in
+                try thumbnailer.decode.fullSize(path, header: header, inMemory: true, clocks: clocks)
+            }
+            spans.split(lastOf: .decode, into: clocks.parts)
+            if job.makeThumbnail {
+                outcome.thumbnailPixels = Data(try thumbnailer.pixels(from: decoded, spans: &spans).pixels)
+            }
+            if job.makeStore { try writeStore(job, outcome: &outcome, spans: &spans) { decoded } }
+        case .twice:
+            if job.makeThumbnail {
+                outcome.thumbnailPixels = Data(try thumbnailer.pixels(for: path, header: header, spans: &spans).pixels)
+            }
+            if job.makeStore {
+                try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
+                    try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                 }
             }
         }
@@ -254,17 +249,17 @@ public struct ItemJobRunner: Sendable {
     /// is made and the reason is returned (the caller then takes libvips for
     /// both); the attempt's time stays in `spans`.
     private func planeItem(
-        _ job: Job, source: SourceBytes, header: SourceHeader, plan: ItemPlan, writesStore: Bool,
-        outcome: inout ItemOutcome, spans: inout Spans
+        _ job: Job, source: SourceBytes, header: SourceHeader, planes: ItemPlan.Planes, outcome: inout ItemOutcome,
+        spans: inout Spans
     ) throws -> String? {
+        let writesStore = planes.store == .planes || planes.store == .planesConverted
         guard job.makeThumbnail || writesStore else { return nil }
         let made = try JpegPlaneStore(store: store).write(
-            source, header: header, into: writesStore ? job.storeFile : nil, plan: plan,
+            source, header: header, into: writesStore ? job.storeFile : nil, planes: planes,
             tap: { width, height in
                 guard job.makeThumbnail else { return nil }
                 return try thumbnailer.scale.tap(
-                    width: width, height: height, bands: 3, factor: plan.planeTapFactor,
-                    orientation: header.orientation)
+                    width: width, height: height, bands: 3, factor: planes.tapFactor, orientation: header.orientation)
             }, spans: &spans)
         if let refused = made.refused { return refused }
         if made.wroteStore {

@@ -1,12 +1,22 @@
 import Foundation
 
-/// Every route of one item, decided once from its header, the settings and the
-/// build, before a pixel is decoded: how the source is decoded for the
-/// thumbnail (``DecodePlan``), whether the thumbnail's tap reads a JPEG's
-/// planes, and how the store file is made, with the reason a JPEG's store is
-/// left to libvips. ``ItemJobRunner`` carries the plan out and decides nothing;
-/// a plane attempt that libjpeg refuses is recorded as a change of plan.
-struct ItemPlan: Sendable, Equatable {
+/// Every route of one item, decided once from its header, the source's size,
+/// the settings and the build, before a pixel is decoded: each case carries
+/// exactly what its route needs. ``ItemJobRunner`` switches over it and decides
+/// nothing; a plane attempt that libjpeg itself refuses is recorded as a change
+/// of plan (libvips for both outputs, by the `factor` the case keeps for it).
+enum ItemPlan: Sendable, Equatable {
+    /// The thumbnail read from a JPEG's planes (or its bands converted to sRGB),
+    /// and the store from them too unless its settings need libvips.
+    case planes(Planes)
+    /// One streaming libvips decode, tapped by `factor` for the thumbnail; the
+    /// store (or a drain) pulls every pixel past the tap.
+    case tap(factor: Int, store: Store)
+    /// Decoded once at full size, in memory; both outputs from it.
+    case once(store: Store)
+    /// A shrink-on-load decode for the thumbnail, a full one for the store.
+    case twice(store: Store)
+
     /// How the store file is made.
     enum Store: Sendable, Equatable {
         /// No store file is asked for.
@@ -19,55 +29,72 @@ struct ItemPlan: Sendable, Equatable {
         case libvips(String?)
     }
 
+    /// What the plane route needs.
+    struct Planes: Sendable, Equatable {
+        /// The libvips tap's factor, taken if libjpeg refuses the source.
+        var factor: Int
+        /// The tap's factor on the planes: `factor`, or with ``tapMeans`` that
+        /// rounded down to a multiple of ``ItemPlan/meansFactor``, so that every
+        /// component's blocks tile the tap's and their means are the pixels' means.
+        var tapFactor: Int
+        /// Whether the tap adds up the blocks' means (each one's DC: no inverse DCT
+        /// runs for the thumbnail) rather than their pixels: a JPEG in sRGB (or
+        /// untagged) whose tap factor is at least ``ItemPlan/meansFactor``.
+        var tapMeans: Bool
+        /// Whether a 4:2:0 JPEG in sRGB (or untagged), upright or turned without
+        /// moving its block grid (``ItemPlan/turnKeepsBlocks(width:height:orientation:)``),
+        /// has its store taken as coded: requantized from its blocks, turned block
+        /// by block, no forward DCT run (``StorePath/planesRequantized``). libjpeg
+        /// takes it where the sampling is 4:2:0.
+        var blocks: Bool
+        /// Whether a turned JPEG's store is held in less than its decoded pixels until
+        /// the decode ends (the same store, byte for byte, either way): one in sRGB
+        /// whose turn moves its block grid and whose tap reads its blocks' means is
+        /// held as coded; one converted with even sides as the store's own YCbCr.
+        var holdTurned: Bool
+        /// How the store is made: from the planes, converted, or (its settings
+        /// need it) by libvips from a full decode; or not at all.
+        var store: Store
+    }
+
     /// How the source is decoded for the thumbnail.
-    var decode: DecodePlan
-    /// Whether the thumbnail's tap reads the JPEG's planes (or its converted bands):
-    /// decided by the source alone, never the store's settings, so a thumbnail's
-    /// bytes do not depend on them.
-    var thumbnailOnPlanes: Bool
+    var decode: DecodePlan {
+        switch self {
+        case .planes(let planes): .tap(factor: planes.factor)
+        case .tap(let factor, _): .tap(factor: factor)
+        case .once: .once
+        case .twice: .twice
+        }
+    }
+
     /// How the store file is made.
-    var store: Store
-    /// Whether a JPEG in sRGB (or untagged) on the planes, upright or turned
-    /// without moving its block grid (``turnKeepsBlocks``), has its store taken
-    /// as coded when it is 4:2:0: requantized from the source's blocks, turned
-    /// block by block, no forward DCT run (``StorePath/planesRequantized``).
-    var blocks: Bool
-    /// Whether the thumbnail's tap adds up the JPEG's blocks' means (each one's
-    /// DC: no inverse DCT runs for the thumbnail) rather than its pixels: a JPEG
-    /// in sRGB (or untagged) on the planes whose tap factor is at least
-    /// ``meansFactor``. Its factor is then rounded down to a multiple of it
-    /// (``planeTapFactor``), so that every component's blocks tile the tap's and
-    /// their means are the pixels' means. Decided by the source alone, like
-    /// ``thumbnailOnPlanes``.
-    var tapMeans: Bool
-    /// The tap's factor on the planes (0 when the thumbnail is not on them): the
-    /// decode plan's, or with ``tapMeans`` that rounded down to a multiple of ``meansFactor``.
-    var planeTapFactor: Int
-    /// Whether a turned JPEG's store is held in less than its decoded pixels until
-    /// the decode ends (the same store, byte for byte, either way):
-    /// - one in sRGB (or untagged) whose turn moves its block grid (not
-    ///   ``blocks``) and whose tap reads its blocks' means is held as coded, its
-    ///   pixels decoded and turned band by band for the store, rather than held
-    ///   whole as decoded planes (4:2:0 sources whose file promises packed blocks
-    ///   smaller than the planes). A tap that reads pixels needs the planes.
-    /// - one converted (``Store/planesConverted``) with even sides is held as the
-    ///   store's own YCbCr, 1.5 bytes a pixel, rather than as its converted RGB (3).
-    var holdTurned: Bool
+    var store: Store {
+        switch self {
+        case .planes(let planes): planes.store
+        case .tap(_, let store), .once(let store), .twice(let store): store
+        }
+    }
+
+    /// The plane route's needs, when the item takes it.
+    var onPlanes: Planes? {
+        if case .planes(let planes) = self { return planes }
+        return nil
+    }
 
     /// The smallest tap factor read from blocks' means, and what it is rounded to
     /// a multiple of: a 4:2:0 JPEG's chroma block covers 16 × 16 pixels. (The
     /// tap's Lanczos3 then shrinks by more than the 2× it leaves at least.)
     static let meansFactor = 16
 
-    /// The plan for a source of `header` whose job asks for a store file
-    /// (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`' store,
-    /// the plane path allowed by the build (`planes`, ``buildOptions``).
+    /// The plan for a source of `header` (`sourceBytes` long) whose job asks for a
+    /// store file (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`'
+    /// store, the plane path allowed by the build (`planes`, ``buildOptions``).
     static func make(
-        header: SourceHeader, makeStore: Bool, canvasWidth: Int, canvasHeight: Int, store: PipelineSettings.Store,
-        planes: Bool
+        header: SourceHeader, sourceBytes: Int = 0, makeStore: Bool, canvasWidth: Int, canvasHeight: Int,
+        store: PipelineSettings.Store, planes: Bool
     ) -> ItemPlan {
         let decode = DecodePlan.choose(for: header, canvasWidth: canvasWidth, canvasHeight: canvasHeight)
-        let offPlanes = reasonOffPlanes(header, decode: decode, planes: planes)
+        let offPlanes = reasonOffPlanes(header, sourceBytes: sourceBytes, decode: decode, planes: planes)
         let storeRoute: Store
         if !makeStore {
             storeRoute = .none
@@ -76,24 +103,27 @@ struct ItemPlan: Sendable, Equatable {
         } else {
             storeRoute = header.jpegColour == .matrix ? .planesConverted : .planes
         }
+        guard offPlanes == nil, case .tap(let factor) = decode else {
+            switch decode {
+            case .tap(let factor): return .tap(factor: factor, store: storeRoute)
+            case .once: return .once(store: storeRoute)
+            case .twice: return .twice(store: storeRoute)
+            }
+        }
         // The coded routes need the source's own samples: a converted source's are not the store's,
         // and its tap reads its pixels (the conversion is not affine).
-        let asCoded = offPlanes == nil && header.jpegColour == .sRGB
+        let asCoded = header.jpegColour == .sRGB
         let blocks =
             asCoded && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
-        var tapMeans = false
-        var planeTapFactor = 0
-        if offPlanes == nil, case .tap(let factor) = decode {
-            tapMeans = asCoded && factor >= meansFactor
-            planeTapFactor = tapMeans ? factor - factor % meansFactor : factor
-        }
+        let tapMeans = asCoded && factor >= meansFactor
         // A converted one is held as its store's YCbCr when its sides are even (2 × 2 blocks turn onto 2 × 2 blocks).
         let evenSides = header.width % 2 == 0 && header.height % 2 == 0
         let holdTurned =
             header.orientation != 1 && !blocks && (tapMeans || (storeRoute == .planesConverted && evenSides))
-        return ItemPlan(
-            decode: decode, thumbnailOnPlanes: offPlanes == nil, store: storeRoute, blocks: blocks, tapMeans: tapMeans,
-            planeTapFactor: planeTapFactor, holdTurned: holdTurned)
+        return .planes(
+            Planes(
+                factor: factor, tapFactor: tapMeans ? factor - factor % meansFactor : factor, tapMeans: tapMeans,
+                blocks: blocks, holdTurned: holdTurned, store: storeRoute))
     }
 
     /// Whether turning a 4:2:0 JPEG of `width × height` by EXIF `orientation`
@@ -112,13 +142,18 @@ struct ItemPlan: Sendable, Equatable {
     }
 
     /// Why a source's pixels are not read through its planes, or nil when they are.
-    private static func reasonOffPlanes(_ header: SourceHeader, decode: DecodePlan, planes: Bool) -> String? {
+    private static func reasonOffPlanes(_ header: SourceHeader, sourceBytes: Int, decode: DecodePlan, planes: Bool)
+        -> String?
+    {
         switch header.jpegColour {
         case nil: return "not a JPEG"
         case .other(let what): return what
         case .sRGB, .matrix: break
         }
         if !planes { return "THUMBPIPE_JPEG_PLANES=off" }
+        // The plane code reads the whole file into one buffer.
+        if Int64(sourceBytes) > StorePath.maxFileBytes { return "a file over 64 MB" }
+        if let conversion = header.conversion, !conversion.fitsShaper { return "a profile matrix out of range" }
         switch decode {
         case .tap: break
         case .once: return "too small to shrink on load"

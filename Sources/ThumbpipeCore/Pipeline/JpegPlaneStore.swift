@@ -48,14 +48,16 @@ struct JpegPlaneStore {
     /// (for the source's stored size), and with a `descriptor` writes there the
     /// store file, upright. When libjpeg refuses the source, nothing is written
     /// and ``Made/refused`` says why (the caller takes the libvips path); the
-    /// attempt's time is in `spans` either way. `plan` says which coded routes
-    /// the source may take (``ItemPlan/blocks``, ``ItemPlan/tapMeans``,
-    /// ``ItemPlan/holdTurned``); libjpeg takes them where the sampling allows.
+    /// attempt's time is in `spans` either way. `planes` says which coded routes
+    /// the source may take (``ItemPlan/Planes/blocks``, ``ItemPlan/Planes/tapMeans``,
+    /// ``ItemPlan/Planes/holdTurned``); libjpeg takes them where the sampling allows.
     /// - Throws: ``ThumbpipeError`` (74) when the bytes cannot be written.
     func write(
-        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, plan: ItemPlan,
+        _ source: SourceBytes, header: SourceHeader, into descriptor: FileDescriptor?, planes: ItemPlan.Planes,
         tap: (Int, Int) throws -> ThumbnailTap?, spans: inout Spans
     ) throws -> Made {
+        // The plan took the source's size and the profile's range into account;
+        // these hold what it decided should a caller not ask it.
         guard Int64(source.count) <= StorePath.maxFileBytes else { return Made(refused: "a file over 64 MB") }
         let shaper = header.conversion?.makeShaper()
         defer { CThumbKernels_shaper_free(shaper) }
@@ -65,7 +67,7 @@ struct JpegPlaneStore {
             width: Int32(header.width), height: Int32(header.height), orientation: Int32(header.orientation),
             quality: descriptor == nil ? 0 : Int32(store.settings.vipsQuality),
             optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: filled?.pointer, shaper: shaper,
-            blocks: plan.blocks ? 1 : 0, tap_means: plan.tapMeans ? 1 : 0, hold_turned: plan.holdTurned ? 1 : 0)
+            blocks: planes.blocks ? 1 : 0, tap_means: planes.tapMeans ? 1 : 0, hold_turned: planes.holdTurned ? 1 : 0)
         var result = CJpegPlanesResult()
         var error = [CChar](repeating: 0, count: 256)
         let status = spans.measure(.store) {
