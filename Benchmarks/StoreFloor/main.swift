@@ -16,7 +16,7 @@ guard args.count == 4, let jobs = Int(args[3]) else {
     exit(64)
 }
 let paths = try String(contentsOfFile: args[1], encoding: .utf8).split(separator: "\n").map(String.init)
-let store = ImageStore(folder: args[2], settings: PipelineSettings().store)
+let store = ImageStore(output: OutputFolder(args[2]), settings: PipelineSettings().store)
 try FileManager.default.createDirectory(atPath: args[2], withIntermediateDirectories: true)
 try LibVips.start()
 let next = Atomic<Int>(0)

@@ -24,9 +24,10 @@ enum ReportCommand {
         let positionals = try args.finish(command: "report")
         guard positionals.count == 1 else { throw ThumbpipeError(.usage, "report takes one output folder") }
         var protected = ProtectedPaths()
-        protected.protect(outputFolder: positionals[0], archiveFileName: "items.archive")
+        let output = OutputFolder(positionals[0])
+        protected.protect(output: output, archiveFileName: "items.archive")
         let resolved = try target.map { try OutputTarget.resolve($0, for: "-o", protecting: protected) }
-        let path = try HTMLReport.write(from: OutputFolder(positionals[0]), to: resolved)
+        let path = try HTMLReport.write(from: output, to: resolved)
         terminal.summary("thumbpipe: report → \(path)")
         return 0
     }

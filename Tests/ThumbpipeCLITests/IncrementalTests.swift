@@ -290,8 +290,8 @@ struct IncrementalTests {
         let keys = Set((0..<5).map { "k\($0)" })
         // The photos the state has committed (it commits in batches), read as the run goes.
         func committedNow() -> Int {
-            guard FileManager.default.fileExists(atPath: RunState.path(in: out)),
-                let state = try? RunState(folder: out, readOnly: true)
+            guard FileManager.default.fileExists(atPath: OutputFolder(out).layout.state),
+                let state = try? RunState(output: OutputFolder(out), readOnly: true)
             else { return 0 }
             var count = 0
             try? state.forEachKey { if $0.hadSource { count += 1 } }

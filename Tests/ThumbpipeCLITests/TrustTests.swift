@@ -76,7 +76,7 @@ struct TrustTests {
         let out = c.folder + "/out"
         #expect(try c.run("out").status == 0)
         do {
-            let state = try RunState(folder: out)
+            let state = try RunState(output: OutputFolder(out))
             func damage(_ key: String, _ change: (Data) throws -> Data?) throws {
                 let record = try #require(try state.record(forKey: key))
                 let png = try #require(try state.thumbnail(forKey: key))
@@ -107,7 +107,7 @@ struct TrustTests {
         #expect(log.components(separatedBy: "the state's thumbnail missing or damaged").count - 1 == 4, "\(log)")
         #expect(try c.run("fresh").status == 0)
         #expect(try c.archive("out") == c.archive("fresh"), "the archive holds the thumbnails a fresh run makes")
-        let state = try RunState(folder: out, readOnly: true)
+        let state = try RunState(output: OutputFolder(out), readOnly: true)
         for key in ["k0", "k1", "k2", "k3"] {
             let png = try #require(try state.thumbnail(forKey: key), "\(key): recorded again")
             #expect(PNGInfo.thumbnailProblem(png, width: 80, height: 80) == nil, "\(key): recorded again")
@@ -120,7 +120,7 @@ struct TrustTests {
         let out = c.folder + "/out"
         #expect(try c.run("out").status == 0)
         do {
-            let state = try RunState(folder: out)
+            let state = try RunState(output: OutputFolder(out))
             var record = try #require(try state.record(forKey: "k0"))
             let png = try state.thumbnail(forKey: "k0")
             record.dateCreated = 1e308

@@ -18,11 +18,9 @@ struct OutputLayoutTests {
         #expect(layout.archive("items.archive") == "/srv/out/items.archive")
         #expect(layout.store(key: "KEY-1") == "/srv/out/KEY-1")
         #expect(layout.scratch(slot: 1) == "/srv/out/.thumbpipe/work/worker-2")
-        // The statics the other types keep point at the same files.
-        #expect(RunState.path(in: "/srv/out") == layout.state)
-        #expect(ArchiveIndex.path(in: "/srv/out") == layout.index)
-        #expect(ShardInfo.path(in: "/srv/out") == layout.shard)
-        #expect(ImageStore(folder: "/srv/out", settings: .init()).path(forKey: "k") == layout.store(key: "k"))
+        // The store takes the folder's layout, not a path of its own.
+        #expect(
+            ImageStore(output: OutputFolder("/srv/out"), settings: .init()).path(forKey: "k") == layout.store(key: "k"))
     }
 
     @Test("prepare makes the folder, .thumbpipe and work, takes the lock and records its pid")

@@ -5,8 +5,9 @@
 // whose structures Debian 12's headers predate), a seccomp filter (libseccomp's
 // rule calls are variadic), descriptors passed over a socket (SCM_RIGHTS is
 // built with the CMSG_* macros) and sealed memory files (memfd_create and
-// F_ADD_SEALS). Each function returns 0 (or a count of layers) on success and
-// a negative errno on failure; nothing else lives here.
+// F_ADD_SEALS). Each function says what it returns on success (0, a flag, the
+// layers' bits, an ABI version, a count of bytes or a descriptor); every
+// failure is a negative errno. Nothing else lives here.
 #ifndef CSANDBOX_H
 #define CSANDBOX_H
 
@@ -71,7 +72,7 @@ int CSandbox_landlock(const char *const *readable, int count, const char *writab
 
 /// Installs the seccomp filter (the table in CSandbox.c): `control_fd` is the
 /// one socket the worker may send and receive on. Refused calls fail with EPERM
-/// (clone3 with ENOSYS, so threads fall back to clone).
+/// (clone3 with ENOSYS, so threads fall back to clone). Returns 0, or a negative errno.
 int CSandbox_seccomp(int control_fd);
 
 /// Sends `length` bytes on a UNIX socket with `fd` attached (none when < 0).

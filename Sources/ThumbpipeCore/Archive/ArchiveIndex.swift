@@ -24,7 +24,6 @@ enum ArchiveIndex {
     static let minimumItemBytes: UInt64 = 30
 
     /// Where a run keeps the index of `folder`'s archive.
-    static func path(in folder: String) -> String { OutputFolder(folder).layout.index }
 
     /// One item: its hash, where its first object starts, and the sizes of its
     /// objects whose size depends on their content (the rest follow from the layout).

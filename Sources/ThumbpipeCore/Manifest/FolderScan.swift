@@ -125,9 +125,8 @@ public enum FolderScan {
         formats: ImageFormats
     ) throws {
         let root = absolute(folder)
-        if FileSystem.exists(OutputFolder(root).layout.archive(archiveFileName))
-            || FileSystem.exists(OutputFolder(root).layout.meta)
-        {
+        let asOutput = OutputFolder(root).layout
+        if FileSystem.exists(asOutput.archive(archiveFileName)) || FileSystem.exists(asOutput.meta) {
             throw ThumbpipeError(
                 .usage,
                 "\(folder) is a thumbpipe output folder, not a folder of photos; did you mean: thumbpipe run \(folder.hasSuffix("/") ? folder : folder + "/")\(archiveFileName)"

@@ -112,7 +112,7 @@ public struct ItemJobRunner: Sendable {
     public init(settings: PipelineSettings) {
         self.settings = settings
         thumbnailer = Thumbnailer(settings: settings)
-        store = ImageStore(folder: "", settings: settings.store)
+        store = ImageStore(output: nil, settings: settings.store)
     }
 
     /// Runs `job` on the source open as `descriptor`: header, the decode plan,

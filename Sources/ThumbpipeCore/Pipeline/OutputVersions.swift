@@ -37,11 +37,11 @@ public struct OutputVersions: Sendable, Equatable {
         // tables), written by libjpeg as the plane stores are (their markers differ
         // from libvips's). Their thumbnails are unchanged, byte for byte.
         // store 6: a 4:2:0 JPEG in sRGB whose turn keeps its block grid has its store
-        // taken as coded (ItemPlan.blocks, StorePath.planesRequantized): requantized
+        // taken as coded (ItemPlan.Planes.blocks, StorePath.planesRequantized): requantized
         // from its blocks. Its thumbnail is unchanged, byte for byte (the tap reads
         // the same pixels).
         // thumbnail 6: a JPEG in sRGB (or untagged) on the planes whose tap factor is
-        // 16 or more is tapped from its blocks' means (their DCs: ItemPlan.tapMeans),
+        // 16 or more is tapped from its blocks' means (their DCs: ItemPlan.Planes.tapMeans),
         // its factor rounded down to a multiple of 16: the same block means up to
         // rounding and clipping, no inverse DCT run for them.
         // thumbnail 7, store 7: the matrix/TRC conversion (CThumbKernels' shaper) sums

@@ -111,7 +111,7 @@ public final class Run: Sendable {
         if request.input != "-" { protected.protect(file: request.input, as: "the manifest") }
         let items = fullManifest.items
         protected.protect(files: { items.indices.compactMap { items[$0].imagePath } }, as: "a source of the run")
-        protected.protect(outputFolder: request.output.path, archiveFileName: request.settings.archive.fileName)
+        protected.protect(output: request.output, archiveFileName: request.settings.archive.fileName)
         return protected
     }
 
@@ -119,13 +119,13 @@ public final class Run: Sendable {
     /// be refused, and nothing written.
     public func plan() throws -> (plan: IncrementalPlan, settingsChange: SettingsChange?) {
         let output = request.output
-        let lock = try OutputLock.ifPresent(folder: output.path)
+        let lock = try OutputLock.ifPresent(output)
         defer { withExtendedLifetime(lock) {} }
         let state =
             FileSystem.exists(output.layout.state)
-            ? try RunState(folder: output.path, readOnly: true) : nil
+            ? try RunState(output: output, readOnly: true) : nil
         // What the run would refuse, the dry run refuses alike (a reserved key, a file in the way).
-        try OutputGuard.check(manifest: manifest, settings: request.settings, state: state, outputFolder: output.path)
+        try OutputGuard.check(manifest: manifest, settings: request.settings, state: state, output: output)
         let plan = try makePlan(state: state)
         return (plan, try SettingsChange.since(lastRunOf: state, to: request.settings, plan: plan))
     }
@@ -161,13 +161,13 @@ public final class Run: Sendable {
         try Sandbox.check(request.flags.sandbox, support: support)
         let lock = try output.prepare()
         if request.flags.rebuildState {
-            warn(try StateRebuild.run(folder: output.path, manifest: manifest, settings: settings).description)
+            warn(try StateRebuild.run(output: output, manifest: manifest, settings: settings).description)
         }
         // A refused run leaves no state behind: the next one is refused alike.
         let previousState =
-            FileSystem.exists(output.layout.state) ? try RunState(folder: output.path) : nil
-        try OutputGuard.check(manifest: manifest, settings: settings, state: previousState, outputFolder: output.path)
-        let state = try previousState ?? RunState(folder: output.path)
+            FileSystem.exists(output.layout.state) ? try RunState(output: output) : nil
+        try OutputGuard.check(manifest: manifest, settings: settings, state: previousState, output: output)
+        let state = try previousState ?? RunState(output: output)
         let plan = try makePlan(state: state)
         // Never a silent revert: a setting that differs from the last run's is said first.
         if let change = try SettingsChange.since(lastRunOf: state, to: settings, plan: plan) {
@@ -242,6 +242,6 @@ public final class Run: Sendable {
         let archive = request.output.layout.archive(request.settings.archive.fileName)
         info.archiveBytes = FileInfo(path: archive)?.size
         info.archiveHash = ContentHash.file(archive)
-        try info.write(in: request.output.path)
+        try info.write(in: request.output)
     }
 }

@@ -39,7 +39,7 @@ extension Run {
             scanned = found
             let state =
                 FileSystem.exists(request.output.layout.state)
-                ? try RunState(folder: request.output.path, readOnly: true) : nil
+                ? try RunState(output: request.output, readOnly: true) : nil
             let (result, _) = try FolderScan.keepingVanishedFolders(
                 found, root: input, state: state, pruneMissing: request.flags.pruneMissing)
             return FolderScan.manifest(result, name: input)

@@ -31,12 +31,13 @@ public enum Merge {
         onWait: (String) -> Void = { _ in }
     ) throws -> Result {
         try checkArguments(parts: parts, output: output)
+        let folders = parts.map(OutputFolder.init)
         // Held until the merge ends: no run can start writing a part under us.
-        let opened = try PartSet.open(parts, runId: runId, wait: wait, onWait: onWait)
+        let opened = try PartSet.open(folders, runId: runId, wait: wait, onWait: onWait)
         defer { withExtendedLifetime(opened) {} }
         let infos = opened.infos
         try checkShards(parts: parts, infos: infos)
-        let loaded = try zip(parts, infos).map { try Part(folder: OutputFolder($0), info: $1) }
+        let loaded = try zip(folders, infos).map { try Part(folder: $0, info: $1) }
         guard infos.map(\.positions.count).reduce(0, +) == infos[0].manifestItems else {
             throw ThumbpipeError(
                 .dataError,
@@ -141,7 +142,7 @@ public enum Merge {
             } catch let error as ThumbpipeError {
                 throw ThumbpipeError(.dataError, "\(error.message); run that shard again")
             }
-            state = FileSystem.exists(folder.layout.state) ? try? RunState(folder: folder.path, readOnly: true) : nil
+            state = FileSystem.exists(folder.layout.state) ? try? RunState(output: folder, readOnly: true) : nil
             guard reader.count == info.positions.count else {
                 throw ThumbpipeError(
                     .dataError,
@@ -286,7 +287,9 @@ struct PartSet {
     }
 
     /// Opens every part, waiting up to `wait` seconds for those not ready.
-    static func open(_ parts: [String], runId: String?, wait: Double, onWait: (String) -> Void) throws -> PartSet {
+    static func open(_ parts: [OutputFolder], runId: String?, wait: Double, onWait: (String) -> Void) throws
+        -> PartSet
+    {
         let deadline = Date().addingTimeInterval(wait)
         var lastMessage = ""
         while true {
@@ -309,23 +312,24 @@ struct PartSet {
         }
     }
 
-    private static func openOnce(_ parts: [String], runId: String?) throws -> PartSet {
+    private static func openOnce(_ parts: [OutputFolder], runId: String?) throws -> PartSet {
         var set = PartSet(locks: [], infos: [])
-        for part in parts {
-            guard FileSystem.isFolder(OutputFolder(part).layout.meta)
+        for folder in parts {
+            let part = folder.path
+            guard FileSystem.isFolder(folder.layout.meta)
             else {
                 throw NotReady(
                     error: ThumbpipeError(
                         .noInput, "\(part): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)"))
             }
             do {
-                set.locks.append(try OutputLock.reading(folder: part))
+                set.locks.append(try OutputLock.reading(folder))
             } catch let error as ThumbpipeError {
                 throw NotReady(error: ThumbpipeError(.dataError, "\(part) is still being written: \(error.message)"))
             }
             let info: ShardInfo
             do {
-                info = try ShardInfo.read(from: part)
+                info = try ShardInfo.read(from: folder)
             } catch let error as ThumbpipeError where error.kind == .noInput {
                 throw NotReady(error: error)
             }

@@ -83,7 +83,6 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     }
 
     /// The file's path in an output folder.
-    public static func path(in folder: String) -> String { OutputFolder(folder).layout.shard }
 
     /// The settings fingerprint of a pipeline.
     public static func fingerprint(_ settings: PipelineSettings) -> String {
@@ -93,18 +92,19 @@ public struct ShardInfo: Codable, Sendable, Equatable {
     }
 
     /// Writes the file atomically.
-    public func write(in folder: String) throws {
+    public func write(in output: OutputFolder) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try TemporaryFile.write(try encoder.encode(self), to: Self.path(in: folder))
+        try TemporaryFile.write(try encoder.encode(self), to: output.layout.shard)
     }
 
     /// Reads a part's file and checks it: thumbpipe wrote it, but a part folder is
     /// only as trustworthy as the shared volume it sits on.
     /// - Throws: ``ThumbpipeError``: 66 when the folder is not a shard's output, 65
     ///   when the file is not a valid shard description (with the reason).
-    public static func read(from folder: String) throws -> ShardInfo {
-        let path = Self.path(in: folder)
+    public static func read(from output: OutputFolder) throws -> ShardInfo {
+        let folder = output.path
+        let path = output.layout.shard
         guard FileInfo(path: path) != nil else {
             throw ThumbpipeError(
                 .noInput, "\(folder): not a shard's output (no .thumbpipe/shard.json; run it with --shard K/N)")

@@ -38,7 +38,7 @@ public final class BatchRunner: Sendable {
         self.state = state
         self.trace = trace
         self.hooks = hooks
-        store = ImageStore(folder: options.output.path, settings: settings.store)
+        store = ImageStore(output: options.output, settings: settings.store)
         fingerprints = ItemLedger.Fingerprints(settings: settings, plan: plan)
         claimedBefore = options.output.claims()
         slotClocks = Mutex(Array(repeating: (0, 0), count: options.jobs))

@@ -16,11 +16,13 @@ extension ItemLedger {
     ///   - sourceStamp: the photo's stamp, when the job did not take one.
     ///   - storeStamp: the store file's stamp after this item's writes.
     ///   - logs: whether a `--log` entry is wanted.
+    ///   - storeAppeared: a file appeared at the store file's name during the run
+    ///     (``StoreFact/appeared(path:)``): not ours, so never deleted.
     ///   - now: the run's time (when a source is first found missing).
     func settle(
         thumbnail: Result<Data, ItemFailure>?, outcome: ItemOutcome?, date: Date, dateGuess: String?,
         storeInPlace: Bool, sourceStamp: () -> FileStamp?, storeStamp: () -> FileStamp?, logs: Bool,
-        now: Date = Date()
+        storeAppeared: Bool = false, now: Date = Date()
     ) -> Settlement {
         guard item.imagePath != nil else {
             return settleWithoutPhoto(date: date, sourceStamp: sourceStamp, storeStamp: storeStamp, logs: logs)
@@ -36,9 +38,11 @@ extension ItemLedger {
         case nil: break
         }
         // An item without a usable image has no store file, not even an old one
-        // (but a migrated store file in place is the user's, and stays).
+        // (but a migrated store file in place is the user's, and stays, as does a
+        // file that appeared at its name).
         let deletesStore =
             failure != nil && !(item.carried == .storeFile && storeInPlace) && work?.itemClass != .kept
+            && !storeAppeared
         if failure != nil { png = nil }
         var finished = FinishedItem(
             index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)

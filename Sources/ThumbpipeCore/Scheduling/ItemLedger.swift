@@ -155,6 +155,10 @@ struct ItemLedger: Sendable {
         return store == .none || (thumbnail == .reuse && store == .keep)
     }
 
+    /// Whether the item's job needs a worker: it makes a thumbnail or a store file
+    /// (one that only carries its store file and reuses its thumbnail needs none).
+    var needsWorker: Bool { thumbnail == .make || store == .make }
+
     /// The job for the item's worker (which is asked for nothing when the item only
     /// carries its store file and reuses its thumbnail).
     func job(source: String) -> ItemJob {

@@ -109,7 +109,7 @@ struct Slot {
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
         let job = ledger.job(source: path)
-        let ticket = job.makeThumbnail || job.makeStore ? try supervisor.submit(job, slot: slot) : nil
+        let ticket = ledger.needsWorker ? try supervisor.submit(job, slot: slot) : nil
         return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
     }
 
@@ -173,9 +173,8 @@ struct Slot {
         let settlement = ledger.settle(
             thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: dateGuess, storeInPlace: inPlace,
             sourceStamp: { item.imagePath.flatMap { FileStamp(path: $0) } }, storeStamp: { FileStamp(path: target) },
-            logs: hooks.onItem != nil)
-        // A file that appeared at the store file's name is not ours to delete either.
-        if settlement.deletesStore && !keepStore { store.delete(forKey: item.itemKey) }
+            logs: hooks.onItem != nil, storeAppeared: keepStore)
+        if settlement.deletesStore { store.delete(forKey: item.itemKey) }
         return settlement.finished
     }
 

@@ -20,14 +20,11 @@ public final class RunState: @unchecked Sendable {
     /// The schema of the rows as they are on disk (older only when opened read-only).
     private let rowSchema: Int64
 
-    /// The state file of an output folder.
-    public static func path(in folder: String) -> String { OutputFolder(folder).layout.state }
-
     /// Opens (creating when writable) the state of an output folder.
     /// - Throws: ``ThumbpipeError``: 65 for a state file from a newer thumbpipe or one that
     ///   is not a database, 73 when it cannot be created.
-    public init(folder: String, readOnly: Bool = false) throws {
-        database = try SQLiteDatabase(path: Self.path(in: folder), readOnly: readOnly)
+    public init(output: OutputFolder, readOnly: Bool = false) throws {
+        database = try SQLiteDatabase(path: output.layout.state, readOnly: readOnly)
         var version: Int64 = 0
         try database.query("PRAGMA user_version") { version = $0.integer(0) }
         if version > Self.schemaVersion {

@@ -34,13 +34,13 @@ public enum StateRebuild {
 
     /// Rebuilds the state of `folder` (whose lock the caller holds).
     /// - Throws: ``ThumbpipeError`` (73) when the old state cannot be moved aside or the new one written.
-    public static func run(folder: String, manifest: Manifest, settings: PipelineSettings) throws -> Summary {
+    public static func run(output: OutputFolder, manifest: Manifest, settings: PipelineSettings) throws -> Summary {
         var summary = Summary()
-        let layout = OutputFolder(folder).layout
+        let layout = output.layout
         summary.movedAside = try moveAside(layout.state)
         // The archive's index described an archive the new state never saw: not used.
-        try? FileSystem.remove(ArchiveIndex.path(in: folder))
-        let state = try RunState(folder: folder)
+        try? FileSystem.remove(layout.index)
+        let state = try RunState(output: output)
         let items = manifest.items
         let index = manifest.keyIndex
         var adopted = Set<String>()

@@ -5,19 +5,23 @@ import Foundation
 /// The full-size image store: one baseline JPEG per item, named by its key with
 /// no extension, as Homepwner's `BNRImageStore` keeps them.
 public struct ImageStore: Sendable {
-    /// The folder the store files live in (the output folder).
-    public var folder: String
+    /// Where the store files live (the output folder's layout; "" for an
+    /// encoder that only encodes, as a worker's is).
+    public let layout: OutputFolder.Layout
     /// The store settings (JPEG quality, orientation handling).
     public var settings: PipelineSettings.Store
 
-    /// Creates a store over `folder`.
-    public init(folder: String, settings: PipelineSettings.Store) {
-        self.folder = folder
+    /// The folder the store files live in (the output folder).
+    public var folder: String { layout.root }
+
+    /// Creates a store in `output` (nil for one that only encodes).
+    public init(output: OutputFolder?, settings: PipelineSettings.Store) {
+        layout = output?.layout ?? OutputFolder.Layout(root: "")
         self.settings = settings
     }
 
     /// The path of the store file for `key`.
-    public func path(forKey key: String) -> String { OutputFolder(folder).layout.store(key: key) }
+    public func path(forKey key: String) -> String { layout.store(key: key) }
 
     /// Encodes a decoded full-size image as a JPEG under a temporary name in the
     /// store's folder; the caller commits it with ``TemporaryFile/commit(to:sync:)``.

@@ -10,32 +10,33 @@ public final class OutputLock: Sendable {
     /// itself, so taking it writes nothing; with `recordPid`, `.thumbpipe/lock`
     /// names the holder for a second run's message.
     /// - Throws: ``ThumbpipeError`` (73) when another thumbpipe holds it or it cannot be taken.
-    public convenience init(folder: String, recordPid: Bool = true) throws {
-        try self.init(folder: folder, shared: false)
-        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: OutputFolder(folder).layout.lock) }
+    public convenience init(_ output: OutputFolder, recordPid: Bool = true) throws {
+        try self.init(output, shared: false)
+        if recordPid { try? TemporaryFile.write(Data("\(getpid())\n".utf8), to: output.layout.lock) }
     }
 
     /// Takes a reader's lock on a finished output (`merge` on its parts): any number
     /// of readers at once, but never while a run holds the folder, and no run can
     /// start on it while a reader holds it.
     /// - Throws: ``ThumbpipeError`` (73) when a run holds it, naming its pid.
-    public static func reading(folder: String) throws -> OutputLock {
-        try OutputLock(folder: folder, shared: true)
+    public static func reading(_ output: OutputFolder) throws -> OutputLock {
+        try OutputLock(output, shared: true)
     }
 
-    private init(folder: String, shared: Bool) throws {
-        let meta = OutputFolder(folder).layout.meta
+    private init(_ output: OutputFolder, shared: Bool) throws {
+        let meta = output.layout.meta
         let fd: FileDescriptor
         do { fd = try FileDescriptor.open(meta, O_RDONLY | O_DIRECTORY) } catch {
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot open: \(error)")
         }
         do { try fd.lock(shared: shared) } catch {
             if error == .wouldBlock {
-                let pid = FileSystem.text(of: OutputFolder(folder).layout.lock, limit: 64)?
+                let pid = FileSystem.text(of: output.layout.lock, limit: 64)?
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ThumbpipeError(
                     .cannotCreate,
-                    "\(folder) is in use by another thumbpipe\(pid.map { $0.isEmpty ? "" : " (pid \($0))" } ?? "")")
+                    "\(output.path) is in use by another thumbpipe\(pid.map { $0.isEmpty ? "" : " (pid \($0))" } ?? "")"
+                )
             }
             throw ThumbpipeError(.cannotCreate, "\(meta): cannot lock: \(error)")
         }
@@ -43,9 +44,9 @@ public final class OutputLock: Sendable {
     }
 
     /// Takes the lock if the folder already has a `.thumbpipe` (a dry run writes nothing).
-    public static func ifPresent(folder: String) throws -> OutputLock? {
-        guard FileSystem.isFolder(OutputFolder(folder).layout.meta) else { return nil }
-        return try OutputLock(folder: folder, recordPid: false)
+    public static func ifPresent(_ output: OutputFolder) throws -> OutputLock? {
+        guard FileSystem.isFolder(output.layout.meta) else { return nil }
+        return try OutputLock(output, recordPid: false)
     }
 }
 
@@ -136,7 +137,7 @@ public struct OutputFolder: Sendable, Hashable {
             throw ThumbpipeError(
                 .cannotCreate, "\(folder): output folder is not writable: \(ThumbpipeError.errnoText())")
         }
-        let lock = try OutputLock(folder: folder)
+        let lock = try OutputLock(self)
         // The lock is ours: every temporary here belongs to a run that is gone.
         TemporaryFile.removeStale(in: folder)
         TemporaryFile.removeStale(in: layout.meta)
@@ -164,9 +165,6 @@ public struct OutputFolder: Sendable, Hashable {
 
 /// Which names in the output folder a run may write.
 public enum OutputGuard {
-    /// The store-file names claimed and not yet recorded (by a run that was killed).
-    static func claims(in folder: String) -> Set<String> { OutputFolder(folder).claims() }
-
     /// Refuses, before anything is written, a run that would write over a file
     /// it did not write: a key that is a name thumbpipe keeps for itself, a store
     /// file name held by the manifest or a source of this run, or an existing
@@ -175,11 +173,12 @@ public enum OutputGuard {
     ///   archive in the folder that thumbpipe did not write.
     /// - Parameter state: the previous runs' state, nil when this folder has none yet.
     public static func check(
-        manifest: Manifest, settings: PipelineSettings, state: RunState?, outputFolder: String
+        manifest: Manifest, settings: PipelineSettings, state: RunState?, output: OutputFolder
     ) throws {
         let file = URL(fileURLWithPath: manifest.path).lastPathComponent
-        let folder = realPath(outputFolder) ?? outputFolder
-        let layout = OutputFolder(outputFolder).layout
+        // Store files are compared as the file system names them: the folder's real path.
+        let real = OutputFolder.Layout(root: realPath(output.path) ?? output.path)
+        let layout = output.layout
         let archive = layout.archive(settings.archive.fileName)
         // An archive given as the input (a migration in place) is the user's to replace.
         let archiveIsInput = realPath(archive).map { $0 == realPath(manifest.path) } ?? false
@@ -203,11 +202,11 @@ public enum OutputGuard {
                 file, items[position].line,
                 "itemKey '\(settings.archive.fileName)' is reserved: it is the archive's file name (archive.fileName)")
         }
-        let claims = Self.claims(in: outputFolder)
+        let claims = output.claims()
         for position in withImage {
             let item = items[position]
             guard let source = item.imagePath else { continue }
-            let target = OutputFolder(folder).layout.store(key: item.itemKey)
+            let target = real.store(key: item.itemKey)
             // A migrated store file in place: it is its own target, and is not written.
             if item.carried == .storeFile && realPath(source) == target { continue }
             if protected.contains(target) {

@@ -149,7 +149,7 @@ public struct ProtectedPaths: Sendable {
     private var files: [(path: String, what: String)] = []
     private var folders: [(path: String, what: String)] = []
     private var lists: [(paths: @Sendable () -> [String], what: String)] = []
-    private var outputs: [(path: String, archive: String)] = []
+    private var outputs: [(folder: OutputFolder, archive: String)] = []
 
     public init() {}
 
@@ -164,9 +164,9 @@ public struct ProtectedPaths: Sendable {
     /// Protects an output folder's own files: everything under `.thumbpipe/`, its
     /// archive (even before it exists), and every file already in it (store files).
     /// A new file beside them is allowed.
-    public mutating func protect(outputFolder path: String, archiveFileName: String) {
-        let real = OutputGuard.realPath(path) ?? URL(fileURLWithPath: path).standardizedFileURL.path
-        outputs.append((real, archiveFileName))
+    public mutating func protect(output: OutputFolder, archiveFileName: String) {
+        let real = OutputGuard.realPath(output.path) ?? URL(fileURLWithPath: output.path).standardizedFileURL.path
+        outputs.append((OutputFolder(real), archiveFileName))
     }
 
     /// Protects many files (a run's sources), compared lazily: only those with the
@@ -180,12 +180,12 @@ public struct ProtectedPaths: Sendable {
         for folder in folders where real == folder.path || real.hasPrefix(folder.path + "/") {
             return "inside \(folder.what) \(folder.path)"
         }
-        for output in outputs where real.hasPrefix(output.path + "/") {
-            let layout = OutputFolder(output.path).layout
+        for output in outputs where real.hasPrefix(output.folder.path + "/") {
+            let layout = output.folder.layout
             if real.hasPrefix(layout.meta + "/") || real == layout.archive(output.archive)
                 || info != nil
             {
-                return "one of the output folder's own files (\(output.path))"
+                return "one of the output folder's own files (\(output.folder.path))"
             }
         }
         guard let info else { return nil }
