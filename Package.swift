@@ -179,3 +179,11 @@ for target in package.targets where target.name == "ThumbpipeCore" {
             .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
         ]
 }
+// The pixel code in C (the kernels, the plane path, the libvips shim) is built
+// optimised in the debug build too: `make test` runs it on every test photo, in
+// the test bundle and in the debug thumbpipe the command-line suites start, and
+// at -O0 it was most of their time. (Integer code and IEEE float without
+// -ffast-math: the same bytes at either level.)
+for target in package.targets where ["CThumbKernels", "CJpegPlanes", "CVipsShim"].contains(target.name) {
+    target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-O2"], .when(configuration: .debug))]
+}
