@@ -159,7 +159,7 @@ fuzz: deps
 SANITIZE_BUILD = .build/sanitize
 SANITIZE_SUITES = CBoundsTests|PlanePathTests|ConvertedPlanesTests|ColourTests|PlanePathCorpusTests|DecodeSniffTests|ThumbnailTests|FidelityTests|CorpusFidelityTests|StoreTests|StoreCheckTests|FuzzReplayTests|EncodingTests|ScaleTests|RoundedClipTests|SRGBByNumbersTests|ManifestFuzzTests
 test-sanitize: deps
-	@mkdir -p .build/sanitize-reports
+	@mkdir -p .build/sanitize-reports && chmod 1777 .build/sanitize-reports  # workers (nobody when run as root) write there
 	$(SWIFT) build --build-tests --build-path $(SANITIZE_BUILD) -Xswiftc -sanitize=address \
 	  -Xcc -fsanitize=address,undefined -Xcc -fno-sanitize-recover=undefined
 	THUMBPIPE_SANITIZER_REPORTS=$(CURDIR)/.build/sanitize-reports \

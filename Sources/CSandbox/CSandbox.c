@@ -2,6 +2,7 @@
 #include "CSandbox.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/landlock.h>
@@ -216,11 +217,36 @@ int CSandbox_seccomp(int control_fd) {
 
 // MARK: - Capabilities
 
+// A worker started by root leaves uid 0 for CSANDBOX_WORKER_ID (no groups), so
+// that nothing it does is done as root even where a file's mode would let root
+// through; not dumpable, so no other process of that id may trace it or read its
+// /proc files. A worker started by another user keeps that user's id (mapped to
+// itself in its user namespace). 0, or a negative errno.
+static int leave_root(void) {
+    if (getuid() != 0 && geteuid() != 0) return 0;
+    pid_t parent = getppid();
+    if (setgroups(0, NULL) != 0) return -errno;
+    if (setresgid(CSANDBOX_WORKER_ID, CSANDBOX_WORKER_ID, CSANDBOX_WORKER_ID) != 0) return -errno;
+    if (setresuid(CSANDBOX_WORKER_ID, CSANDBOX_WORKER_ID, CSANDBOX_WORKER_ID) != 0) return -errno;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return -errno;
+    // A change of credentials clears the parent-death signal: set again, so the
+    // worker still dies with the process that started it.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -errno;
+    if (getppid() != parent) _exit(70);
+    return 0;
+}
+
+int CSandbox_leave_root(void) { return leave_root(); }
+
 static int drop_capabilities(void) {
     for (int cap = 0; cap <= 63; cap++) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL && errno != EPERM) return -errno;
     }
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    // After the bounding set (which takes CAP_SETPCAP), before the rest: leaving
+    // uid 0 clears the permitted set on its own.
+    int left = leave_root();
+    if (left != 0) return left;
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof(data));
@@ -440,7 +466,11 @@ int CSandbox_jail(const CSandboxJail *jail, char *why, size_t why_size) {
             if (rc != 0) return rc;
             pid_t child = fork();
             if (child < 0) return -errno;
-            if (child > 0) wait_and_mirror(child);
+            // The process that waits outside holds nothing, and not uid 0 either.
+            if (child > 0) {
+                leave_root();
+                wait_and_mirror(child);
+            }
             // The worker: process 1 of its PID namespace, ended with the process that waits for it.
             prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
             setsid();
@@ -451,6 +481,8 @@ int CSandbox_jail(const CSandboxJail *jail, char *why, size_t why_size) {
     int dropped = drop_capabilities();
     if (dropped == 0) layers |= CSANDBOX_CAPABILITIES;
     else say(why, why_size, "capabilities", -dropped);
+    if (getuid() != 0 && geteuid() != 0) layers |= CSANDBOX_NOT_ROOT;
+    else say(why, why_size, "uid 0", EPERM);
     // Only 0–2 (stdin on /dev/null, stdout and stderr on the supervisor's pipe) and the control socket stay.
     int keep = jail->control_fd;
     if (keep > 3) syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0);

@@ -104,6 +104,7 @@ struct IsolationTests {
         // The worker writes the marker as it starts to hang (the run's order is
         // its own: the hanging source need not come last).
         let marker = folder + "/hung"
+        writableByWorkers(folder)
         let process = try startThumbpipe(
             ["run", manifest(folder, extra: [victim]), "-o", out, "-q", "--jobs", "1"],
             environment: ["THUMBPIPE_FAULT": "hang:hangs-the-decoder", "THUMBPIPE_FAULT_MARKER": marker])

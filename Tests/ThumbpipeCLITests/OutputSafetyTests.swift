@@ -28,6 +28,7 @@ struct OutputSafetyTests {
         -> (run: Process, out: String)
     {
         let out = c.folder + "/out"
+        writableByWorkers(c.folder)
         let marker = c.folder + "/paused"
         let run = try startThumbpipe(
             ["run", c.manifest, "-o", out, "-q", "--jobs", "1"],

@@ -36,8 +36,18 @@ struct SandboxTests {
             secret = writeFile(folder + "/secret", "secret.txt", secretText + "\n")
             chmod(victim, 0o640)
             try FileManager.default.setAttributes([.modificationDate: victimTime], ofItemAtPath: victim)
-            bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
-            bystander.arguments = ["120"]
+            // Everything outside is the workers' own uid's, so that only the sandbox,
+            // not a difference of users, keeps a worker from it.
+            if getuid() == 0 {
+                #expect(try runProcess("/bin/chown", ["-R", "\(workerUID):\(workerUID)", folder]).status == 0)
+                bystander.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                bystander.arguments = [
+                    "--reuid=\(workerUID)", "--regid=\(workerUID)", "--clear-groups", "/bin/sleep", "120",
+                ]
+            } else {
+                bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
+                bystander.arguments = ["120"]
+            }
             try bystander.run()
             listeners.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
             listeners.arguments = [SandboxTests.helpers + "/targets.py", folder]
@@ -150,7 +160,7 @@ struct SandboxTests {
         // Nothing outside changed.
         let info = try FileManager.default.attributesOfItem(atPath: outside.victim)
         #expect((info[.posixPermissions] as? NSNumber)?.intValue == 0o640, "the victim's mode")
-        #expect((info[.ownerAccountID] as? NSNumber)?.intValue == Int(getuid()), "the victim's owner")
+        #expect((info[.ownerAccountID] as? NSNumber)?.intValue == Int(workerUID), "the victim's owner")
         #expect((info[.modificationDate] as? Date) == outside.victimTime, "the victim's mtime")
         let xattrs = try runProcess(
             "/usr/bin/python3", ["-c", "import os,sys; print(os.listxattr(sys.argv[1]))", outside.victim])
@@ -212,12 +222,13 @@ struct SandboxTests {
     }
 
     @Test(
-        "A worker's status: no capabilities, no_new_privs, seccomp, namespaces of its own; it dies with the run",
+        "A worker's status: not root, no capabilities, no_new_privs, seccomp, namespaces of its own; it dies with the run",
         .enabled(if: support.complete, "needs namespaces, Landlock and seccomp: \(support)")
     )
     func workerStatus() throws {
         let (folder, manifest) = try photoCollection("status", [("hang.jpg", "Nikon-D3100.jpg", "H", nil)])
         try FileManager.default.createDirectory(atPath: folder + "/marker", withIntermediateDirectories: true)
+        writableByWorkers(folder + "/marker")
         let marker = folder + "/marker/m"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.executable)
@@ -242,6 +253,15 @@ struct SandboxTests {
         #expect(status["CapAmb"] == "0000000000000000")
         #expect(status["NoNewPrivs"] == "1")
         #expect(status["Seccomp"] == "2")
+        // Never uid 0 (real, effective, saved, file system), nor any group of the run's.
+        let uid = "\(workerUID)"
+        #expect(status["Uid"]?.split(separator: "\t").map(String.init) == [uid, uid, uid, uid], "\(status)")
+        #expect(status["Gid"]?.split(separator: "\t").map(String.init) == [uid, uid, uid, uid], "\(status)")
+        #expect(status["Groups"]?.isEmpty != false, "\(status)")
+        // The process that waits outside its PID namespace is not root either.
+        if let waiter = Self.status(worker)["PPid"].flatMap({ pid_t($0) }), waiter != process.processIdentifier {
+            #expect(Self.status(waiter)["Uid"]?.split(separator: "\t").first.map(String.init) == uid)
+        }
         var kinds = ["mnt", "net", "ipc", "pid", "uts"]
         if geteuid() != 0 { kinds.append("user") }
         for kind in kinds {
@@ -372,6 +392,7 @@ struct SandboxTests {
                 ("c.jpg", "Sigma-DP1-small.jpg", "C", nil),
             ])
         try FileManager.default.createDirectory(atPath: folder + "/marker", withIntermediateDirectories: true)
+        writableByWorkers(folder + "/marker")
         let marker = folder + "/marker/m"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.executable)
@@ -401,6 +422,7 @@ struct SandboxTests {
         let (folder, manifest) = try photoCollection(
             "modules", [("a.jpg", "Canon-EOS-1000D.jpg", "A", nil), ("slow.jpg", "Sigma-DP1-small.jpg", "S", nil)])
         try FileManager.default.createDirectory(atPath: folder + "/marker", withIntermediateDirectories: true)
+        writableByWorkers(folder + "/marker")
         let marker = folder + "/marker/m"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.executable)

@@ -432,3 +432,13 @@ public func photoCollection(
     }
     return (folder, writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n"))
 }
+
+/// The uid a run's workers run as: the tests' own, or nobody's (65534) when the
+/// tests run as root (a worker never keeps uid 0).
+public var workerUID: uid_t { getuid() == 0 ? 65534 : getuid() }
+
+/// Lets a run's workers write in `folder` (a fault hook's marker folder): they
+/// run as ``workerUID``, which is not the tests' own when the tests run as root.
+public func writableByWorkers(_ folder: String) {
+    if chmod(folder, 0o777) != 0 { Issue.record("cannot chmod \(folder): \(errno)") }
+}

@@ -34,7 +34,15 @@ enum {
     CSANDBOX_MOUNTS = 2,      ///< a root of its own: /usr read-only, the scratch folder, nothing else
     CSANDBOX_CAPABILITIES = 4,  ///< every capability dropped, no_new_privs set
     CSANDBOX_SESSION = 8,     ///< its own session: no controlling terminal, no shared process group
+    CSANDBOX_NOT_ROOT = 16,   ///< not uid 0: a worker started by root runs as CSANDBOX_WORKER_ID
 };
+
+/// The user and group id a worker started by root runs as: nobody's, 65534.
+#define CSANDBOX_WORKER_ID 65534
+
+/// Leaves uid 0 for CSANDBOX_WORKER_ID when the process has it (a worker with
+/// --sandbox off, where the jail does this); 0, or a negative errno.
+int CSandbox_leave_root(void);
 
 /// What a worker's jail holds.
 typedef struct {

@@ -59,6 +59,7 @@ public enum Sandbox {
             if let abi = landlockABI { parts.append("Landlock ABI \(abi) (\(Self.landlockRights(abi)))") }
             if seccomp { parts.append("seccomp") }
             parts.append("no capabilities")
+            parts.append("workers as uid \(Sandbox.workerUID)\(geteuid() == 0 ? " (nobody, not root)" : "")")
             return parts.joined(separator: ", ")
         }
 
@@ -70,6 +71,9 @@ public enum Sandbox {
             return rights.joined(separator: ", ")
         }
     }
+
+    /// The uid a worker runs as: this process's, or nobody's (65534) when this one is root.
+    public static var workerUID: UInt32 { geteuid() == 0 ? UInt32(CSANDBOX_WORKER_ID) : geteuid() }
 
     /// Asks the kernel, without confining this process (namespaces are tried in a short-lived child).
     public static func probe() -> Support {
@@ -94,13 +98,15 @@ public enum Sandbox {
         var namespaces = false
         var ownRoot = false
         var noCapabilities = false
+        /// Not uid 0 (a worker started by root runs as nobody).
+        var notRoot = false
         var landlockABI: Int?
         var seccomp = false
         /// Why a layer is missing, in the kernel's words.
         var problems: [String] = []
 
         var complete: Bool {
-            session && namespaces && ownRoot && noCapabilities && landlockABI != nil && seccomp
+            session && namespaces && ownRoot && noCapabilities && notRoot && landlockABI != nil && seccomp
         }
 
         /// E.g. `namespaces and own root, Landlock ABI 7 (…), seccomp, no capabilities, own session`.
@@ -110,6 +116,7 @@ public enum Sandbox {
             if let abi = landlockABI { parts.append("Landlock ABI \(abi) (\(Support.landlockRights(abi)))") }
             if seccomp { parts.append("seccomp") }
             if noCapabilities { parts.append("no capabilities") }
+            if notRoot { parts.append("not root") }
             if session { parts.append("own session") }
             return parts.joined(separator: ", ")
         }
@@ -137,6 +144,8 @@ public enum Sandbox {
         var confinement = Confinement()
         guard mode != .off else {
             _ = CSandbox_parent_death_signal()
+            let left = CSandbox_leave_root()
+            if left != 0 { confinement.problems.append("uid 0: \(ThumbpipeError.errnoText(-left))") }
             return confinement
         }
         var why = [CChar](repeating: 0, count: 512)
@@ -161,6 +170,7 @@ public enum Sandbox {
         confinement.namespaces = layers & Int32(CSANDBOX_NAMESPACES) != 0
         confinement.ownRoot = layers & Int32(CSANDBOX_MOUNTS) != 0
         confinement.noCapabilities = layers & Int32(CSANDBOX_CAPABILITIES) != 0
+        confinement.notRoot = layers & Int32(CSANDBOX_NOT_ROOT) != 0
         return confinement
     }
 

@@ -248,6 +248,8 @@ final class Supervisor: Sendable {
             if error != .exists { throw ThumbpipeError(.cannotCreate, "\(scratch): cannot create: \(error)") }
         }
         OutputFolder.empty(scratch)
+        // A worker started by root runs as nobody: its one writable folder is handed to it.
+        if geteuid() == 0 { try? FileSystem.changeOwner(scratch, to: Sandbox.workerUID) }
         var environment = environment
         // libvips spills large images into the worker's scratch folder, the one it may write to.
         environment["TMPDIR"] = scratch

@@ -68,6 +68,11 @@ public enum FileSystem {
     /// Whether this process may do `mode` (R_OK, W_OK, X_OK, F_OK) on `path` (access).
     public static func allows(_ path: String, _ mode: Int32) -> Bool { access(path, mode) == 0 }
 
+    /// Gives `path` (not following a link) to user and group `id` (lchown).
+    public static func changeOwner(_ path: String, to id: UInt32) throws(Errno) {
+        guard lchown(path, id, id) == 0 else { throw Errno.current }
+    }
+
     /// Why `path` cannot be stat'ed (following links); nil when it can.
     public static func statError(_ path: String) -> Errno? {
         var info = stat()
