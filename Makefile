@@ -74,6 +74,8 @@ deps:
 	@pkg-config --exists fontconfig || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libfontconfig-dev; }
 	@# The completion tests run the zsh and fish completions in those shells.
 	@command -v zsh >/dev/null && command -v fish >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zsh fish; }
+	@# The nightly service's metrics are checked by Debian's promtool and served by its node-exporter.
+	@command -v promtool >/dev/null && test -x /usr/bin/prometheus-node-exporter || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) prometheus prometheus-node-exporter; }
 	@# The man page test and the install test read the page with man.
 	@command -v man >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) man-db; }
 

@@ -22,6 +22,14 @@ make --no-print-directory -s install-files DESTDIR="$PWD/$STAGE" PREFIX=/usr \
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/thumbpipe"
 gzip -9n "$STAGE/usr/share/man/man1/thumbpipe.1"
 
+# The nightly service: a template unit and its timer (shipped disabled), the
+# script they run, and an example collection file.
+install -D -m 0644 "packaging/systemd/thumbpipe-nightly@.service" "$STAGE/lib/systemd/system/thumbpipe-nightly@.service"
+install -D -m 0644 "packaging/systemd/thumbpipe-nightly@.timer" "$STAGE/lib/systemd/system/thumbpipe-nightly@.timer"
+install -D -m 0755 packaging/systemd/nightly "$STAGE/usr/libexec/thumbpipe/nightly"
+install -D -m 0644 packaging/systemd/nightly.conf "$STAGE/usr/share/doc/thumbpipe/examples/nightly.conf"
+install -d -m 0755 "$STAGE/etc/thumbpipe"
+
 DOC=$STAGE/usr/share/doc/thumbpipe
 install -d "$DOC"
 install -m 0644 packaging/copyright "$DOC/copyright"
@@ -50,7 +58,7 @@ Version: $VERSION
 Architecture: $ARCH
 Maintainer: thumbpipe developers <thumbpipe@users.noreply.github.com>
 Installed-Size: $(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
-Depends: $depends
+Depends: $depends, adduser
 Recommends: fonts-dejavu-core, fonts-noto-cjk | fonts-droid-fallback
 Section: graphics
 Priority: optional
@@ -62,7 +70,25 @@ Description: batch photo thumbnails and item archive over libvips
  incremental and shardable across machines; each source is decoded in its own
  worker process, so a file that hangs or crashes a decoder fails alone.
 CONTROL
-(cd "$STAGE" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$STAGE/DEBIAN/md5sums"
+# The service's system user: created on install, never removed (files it owned may remain).
+cat > "$STAGE/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    if ! getent passwd thumbpipe >/dev/null; then
+        adduser --system --group --quiet --home /var/lib/thumbpipe --no-create-home \
+            --gecos "thumbpipe nightly runs" thumbpipe
+    fi
+    if [ -d /run/systemd/system ]; then systemctl --system daemon-reload >/dev/null || true; fi
+fi
+POSTINST
+cat > "$STAGE/DEBIAN/postrm" <<'POSTRM'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl --system daemon-reload >/dev/null || true; fi
+POSTRM
+chmod 0755 "$STAGE/DEBIAN/postinst" "$STAGE/DEBIAN/postrm"
+(cd "$STAGE" && find usr lib -type f -print0 | sort -z | xargs -0 md5sum) > "$STAGE/DEBIAN/md5sums"
 chmod 0644 "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/md5sums"
 find "$STAGE" -type d -exec chmod 0755 {} +
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +

@@ -111,6 +111,43 @@ completed=$(in_root '. /usr/share/bash-completion/bash_completion
 [ "$completed" = "run report" ] || fail "thumbpipe r<TAB> completes to '$completed', not 'run report'"
 echo "test-install: .deb installed by apt on a clean Debian 12 (no Swift): run ($items items, $stores store files), inspect, man, completion (r<TAB>: $completed): ok"
 
+# The nightly service: its user, its units (shipped disabled, accepted by
+# systemd-analyze verify in the root), and its ExecStart run as that user with the
+# unit's environment and its hardening approximated: no new privileges, no
+# capabilities, / read-only but for its state folder, a private /tmp. Its
+# workers' sandbox must still be whole in there.
+in_root 'getent passwd thumbpipe' | awk -F: '$3 > 0 && $3 < 1000 { ok = 1 } END { exit !ok }' \
+    || fail "postinst made no system user thumbpipe"
+for unit in thumbpipe-nightly@.service thumbpipe-nightly@.timer; do
+    [ -f "$ROOT/lib/systemd/system/$unit" ] || fail "the package has no $unit"
+done
+[ -z "$(find "$ROOT/etc/systemd" -name 'thumbpipe-nightly*' 2>/dev/null)" ] || fail "the timer is enabled on install"
+in_root "apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends systemd >/dev/null 2>&1 \
+    && systemd-analyze verify thumbpipe-nightly@family.service thumbpipe-nightly@family.timer" >"$WORK/verify.log" 2>&1 \
+    || { cat "$WORK/verify.log" >&2; fail "systemd-analyze verify"; }
+grep -qv 'man thumbpipe' "$WORK/verify.log" 2>/dev/null && [ -s "$WORK/verify.log" ] \
+    && { cat "$WORK/verify.log" >&2; fail "systemd-analyze verify complained"; }
+mkdir -p "$ROOT/var/lib/prometheus/node-exporter"
+printf 'SOURCE=/home/user/collection\n' >"$ROOT/etc/thumbpipe/family.conf"
+in_root 'install -d -o thumbpipe -g thumbpipe /var/lib/thumbpipe /var/lib/thumbpipe/family /var/lib/thumbpipe/metrics
+    mount --bind / / && mount -o remount,bind,ro / \
+        && mount --bind /var/lib/thumbpipe /var/lib/thumbpipe && mount -o remount,bind,rw /var/lib/thumbpipe \
+        && mount -t tmpfs tmpfs /tmp || exit 125
+    set -a; OUTPUT=/var/lib/thumbpipe/family; OPTIONS=; . /etc/thumbpipe/family.conf; set +a
+    setpriv --reuid=thumbpipe --regid=thumbpipe --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all \
+        /usr/libexec/thumbpipe/nightly run family; echo "exit $?"
+    /usr/libexec/thumbpipe/nightly publish family' >"$WORK/service.log" 2>&1 || { cat "$WORK/service.log" >&2; fail "the service's ExecStart"; }
+grep -qx "exit 0" "$WORK/service.log" || { cat "$WORK/service.log" >&2; fail "the service's run did not exit 0"; }
+python3 - "$ROOT/var/lib/thumbpipe/family/.thumbpipe/report.json" <<'PY' || fail "the service's run was not fully sandboxed"
+import json, sys
+sandbox = json.load(open(sys.argv[1]))["sandbox"]
+for layer in ("namespaces", "Landlock", "seccomp", "no capabilities", "not root"):
+    assert layer in sandbox, sandbox
+PY
+grep -q 'thumbpipe_items{collection="family",outcome="done"} 4' "$ROOT/var/lib/prometheus/node-exporter/thumbpipe-family.prom" \
+    || fail "the metrics were not published to node-exporter's textfile folder"
+echo "test-install: nightly service: user thumbpipe, units verified and disabled, ExecStart as thumbpipe under the unit's hardening (sandbox whole, 4 items, metrics published): ok"
+
 # 2. The image: entrypoint, user, labels; then the same job in a container.
 buildah "${B[@]}" inspect --type image "$IMAGE" >"$WORK/image.json"
 python3 - "$WORK/image.json" "$VERSION" <<'PY' || fail "image configuration"

@@ -50,8 +50,17 @@ enum RunCommand {
         var request = line.request(
             input: positionals[0], settings: try line.settings())
         request.standardInputClosed = standardInputClosed
-        return try run(
-            Run.prepare(request, notice: terminal.diagnostic), line: line, signals: signals, terminal: terminal)
+        guard let metrics = line.metrics, !line.dryRun else {
+            return try run(
+                Run.prepare(request, notice: { terminal.diagnostic($0) }), line: line, signals: signals,
+                terminal: terminal
+            ).status
+        }
+        return try MetricsFile(metrics, request: request, collection: line.collection).recording {
+            try run(
+                Run.prepare(request, notice: { terminal.diagnostic($0) }), line: line, signals: signals,
+                terminal: terminal)
+        }
     }
 
     /// The command line's options and pipeline settings by flag (`--scale 3`,
@@ -77,8 +86,11 @@ enum RunCommand {
         return line
     }
 
-    /// Plans (`--dry-run`) or carries out a prepared run; returns the exit status.
-    static func run(_ run: Run, line: RunCommandLine, signals: SignalCatcher, terminal: Terminal) throws -> Int32 {
+    /// Plans (`--dry-run`) or carries out a prepared run; returns the exit status
+    /// and the run's report (none for a dry run).
+    static func run(_ run: Run, line: RunCommandLine, signals: SignalCatcher, terminal: Terminal) throws -> (
+        status: Int32, report: RunReport?
+    ) {
         for warning in run.fullManifest.warnings { terminal.warning(warning) }
         // --log and --trace never write over what the run reads or owns.
         let protected = run.protectedPaths
@@ -92,7 +104,7 @@ enum RunCommand {
             for text in PlanText.lines(plan, manifest: run.manifest, json: line.json, settingsChange: change) {
                 try printOut(text)
             }
-            return 0
+            return (0, nil)
         }
         let log = try logTarget.map { try ItemLog(target: $0) }
         let trace = try traceTarget.map {
@@ -107,7 +119,7 @@ enum RunCommand {
         let failed = result.failures.count
         let known = result.failures.filter { $0.known == true }.count
         // A nightly job asks to hear only of news: failures it has not seen before.
-        return (line.exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0
+        return ((line.exitOnNewOnly ? failed - known : failed) > 0 ? 1 : 0, result)
     }
 
     /// What the terminal and `--log` hear as items finish.
@@ -120,13 +132,14 @@ enum RunCommand {
             onFailure: { failure in
                 terminal.countFailure()
                 terminal.diagnostic(
-                    Terminal.shown("\(manifestName):\(failure.line): \(failure.source): \(failure.message)"))
+                    Terminal.shown("\(manifestName):\(failure.line): \(failure.source): \(failure.message)"),
+                    priority: .error)
             },
             onWarning: { warning in
                 terminal.diagnostic(
                     Terminal.shown(
                         "\(manifestName):\(warning.line): \(warning.source): warning: \(warning.messages.joined(separator: "; "))"
-                    ))
+                    ), priority: .warning)
             },
             onProgress: { done in terminal.progress(done: done, total: total) },
             onItem: onItem)

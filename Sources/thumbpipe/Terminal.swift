@@ -13,6 +13,9 @@ final class Terminal: Sendable {
     /// `-q`/`--quiet`: no progress bar, no waiting messages.
     let quiet: Bool
     let colour: Bool
+    /// stderr is the journal (systemd's `JOURNAL_STREAM` names its device and
+    /// inode): every line carries its syslog priority, `<3>` to `<6>`.
+    let journal: Bool
     private let started = DispatchTime.now().uptimeNanoseconds
     private let state = Mutex(State())
 
@@ -21,15 +24,23 @@ final class Terminal: Sendable {
         let tty = isatty(STDERR_FILENO) == 1
         self.quiet = quiet
         showProgress = tty && !quiet && environment["TERM"] != "dumb"
-        colour = tty && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+        journal = JournalStream.isStandardError(environment["JOURNAL_STREAM"])
+        colour = tty && !journal && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
     }
 
-    /// Writes one diagnostic line to stderr, clearing the progress bar first.
-    func diagnostic(_ line: String) {
+    /// syslog priorities, as the journal reads a `<N>` prefix.
+    enum Priority: Int {
+        case error = 3, warning = 4, notice = 5, info = 6
+    }
+
+    /// Writes one diagnostic line to stderr, clearing the progress bar first; to
+    /// the journal, each of its lines with `priority`.
+    func diagnostic(_ line: String, priority: Priority = .info) {
+        let text = journal ? JournalStream.prefixed(line, priority: priority.rawValue) : line
         state.withLock { state in
             if state.barShown { Self.write("\r\u{1B}[2K") }
             state.barShown = false
-            Self.write(line + "\n")
+            Self.write(text + "\n")
         }
     }
 
@@ -42,8 +53,12 @@ final class Terminal: Sendable {
     func summary(_ line: String) { if !quiet { diagnostic(line) } }
 
     /// Warnings and errors, coloured on a terminal.
-    func warning(_ text: String) { diagnostic(colour ? "\u{1B}[33mwarning:\u{1B}[0m \(text)" : "warning: \(text)") }
-    func error(_ text: String) { diagnostic(colour ? "\u{1B}[31merror:\u{1B}[0m \(text)" : "error: \(text)") }
+    func warning(_ text: String) {
+        diagnostic(colour ? "\u{1B}[33mwarning:\u{1B}[0m \(text)" : "warning: \(text)", priority: .warning)
+    }
+    func error(_ text: String) {
+        diagnostic(colour ? "\u{1B}[31merror:\u{1B}[0m \(text)" : "error: \(text)", priority: .error)
+    }
 
     /// Counts a failure for the bar.
     func countFailure() { state.withLock { $0.failures += 1 } }

@@ -26,6 +26,7 @@ extension RunReport {
         sample = totals.profiles.sample
         datesFromFileTime = totals.dateGuesses
         datesFromFileTimeCount = totals.dateGuessCount
+        storeBytesWritten = totals.storeBytesWritten
         let wall = max(seconds, 1e-9)
         throughput = Throughput(
             seconds: StageTimings.round(seconds),

@@ -141,6 +141,8 @@ public struct RunReport: Sendable, Codable {
     /// The parent and its workers together: the highest total resident memory,
     /// sampled every 50 ms during the run.
     public var peakRSSBytes = 0
+    /// The bytes of the store files this run wrote (absent from older reports).
+    public var storeBytesWritten: Int64?
     public var memory = Memory()
     public var incremental = Incremental()
     public var failures: [FailureRecord] = []

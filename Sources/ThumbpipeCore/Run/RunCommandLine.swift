@@ -13,6 +13,10 @@ public struct RunCommandLine: Sendable {
     public var log: String? = nil
     public var trace: String? = nil
     public var traceSample = 1
+    /// `--metrics FILE`: the run's Prometheus textfile metrics.
+    public var metrics: String? = nil
+    /// `--collection NAME`: the metrics' `collection` label (default: the output folder's name).
+    public var collection: String? = nil
     public var dryRun = false
     public var json = false
     /// `--exit-on-failure new`: exit 1 only for failures not known from an earlier run.
@@ -168,6 +172,21 @@ public struct RunOptionDescription: Sendable {
         ) {
             $0.traceSample = try Int(option: $1, name: "--trace-sample", range: 1...1_000_000_000)
         },
+        .option(
+            ["--metrics"], "FILE",
+            "write the run's Prometheus metrics there (node-exporter's\ntextfile format, written atomically): last run and\nlast success times, duration, items by outcome, bytes",
+            docs: OptionDocumentation(
+                "write Prometheus textfile metrics", .file,
+                "Write the run's metrics in the Prometheus text format to\n.Ar FILE ,\natomically (a temporary in the same folder renamed over it), for\nnode-exporter's textfile collector: the last run's and the last success's time\n(a failed run leaves the last success as it was), its duration and exit status,\nitems by outcome and bytes written, labelled by\n.Fl -collection ."
+            )
+        ) { $0.metrics = $1 },
+        .option(
+            ["--collection"], "NAME", "with --metrics: the collection label (default: the\noutput folder's name)",
+            docs: OptionDocumentation(
+                "the metrics' collection label", .free("name"),
+                "With\n.Fl -metrics :\nthe\n.Ql collection\nlabel of every series (default: the output folder's name)."
+            )
+        ) { $0.collection = $1 },
         .flag(
             ["--force"], "redo every item, whatever the previous run did",
             docs: OptionDocumentation("redo every item", .none, "Redo every item, whatever the previous run did.")

@@ -15,6 +15,8 @@ struct FinishedItem: Sendable {
     var thumbnail: Data?
     var spans: [Stage: Double] = [:]
     var bytesRead: Int64 = 0
+    /// Bytes of the store file the run put in place for the item (0 when none was written).
+    var storeBytesWritten: Int64 = 0
     var decoded = false
     var hasImage: Bool
     /// What the item's source was, for the report's slowest items and samples.
@@ -156,6 +158,7 @@ final class OrderedSink: Sendable {
         var failures: [FailureRecord] = []
         var warnings: [WarningRecord] = []
         var sourceBytes: Int64 = 0
+        var storeBytesWritten: Int64 = 0
         var decodedItems = 0
         var archiveSeconds = 0.0
         var profiles = ProfileCollector()
@@ -291,6 +294,7 @@ final class OrderedSink: Sendable {
                 }
                 if let warning = item.warning { totals.warnings.append(warning) }
                 totals.sourceBytes += item.bytesRead
+                totals.storeBytesWritten += item.storeBytesWritten
                 if item.decoded { totals.decodedItems += 1 }
                 if let profile = item.profile { totals.profiles.add(profile) }
                 if let from = item.remadeFrom { totals.remade[from, default: 0] += 1 }

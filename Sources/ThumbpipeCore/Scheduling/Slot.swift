@@ -144,6 +144,8 @@ struct Slot {
         }
         if effect != .none && effect != .discardWritten { outcome.spans.append(spans) }
         let keepStore = ledger.apply(fact, effect: effect, to: &outcome, thumbnail: &thumbnail)
+        let written = effect == .commitWritten(replacing: true) || effect == .commitWritten(replacing: false)
+        let storeBytes = written && fact == .done ? Int64(bytes?.count ?? 0) : 0
         // After the parent's write, so the trace has the same spans as the report.
         trace?.record(
             outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
@@ -155,8 +157,10 @@ struct Slot {
             })
         let (date, guess) = ledger.date(
             read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
-        return settle(
+        var finished = settle(
             ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: keepStore)
+        finished.storeBytesWritten = storeBytes
+        return finished
     }
 
     /// Settles an item by its ledger with the facts only the file system knows,
