@@ -26,18 +26,18 @@ struct MetricsFile {
     func recording(_ body: () throws -> (status: Int32, report: RunReport?)) throws -> Int32 {
         do {
             let (status, report) = try body()
-            try write(status: status, report: report)
+            try record(status: status, report: report)
             return status
         } catch let error as ThumbpipeError {
-            try? write(status: error.exitStatus, report: nil)
+            try? record(status: error.exitStatus, report: nil)
             throw error
         } catch let error as RunCancelled {
-            try? write(status: error.exitStatus, report: nil)
+            try? record(status: error.exitStatus, report: nil)
             throw error
         }
     }
 
-    private func write(status: Int32, report: RunReport?) throws {
+    private func record(status: Int32, report: RunReport?) throws {
         // The archive's bytes count when this run wrote it (a night with nothing to do does not).
         let archiveInfo = FileInfo(path: archive)
         let wroteArchive = report != nil && (archiveInfo?.modificationDate ?? .distantPast) >= started

@@ -183,7 +183,7 @@ public struct RunOptionDescription: Sendable {
         .option(
             ["--collection"], "NAME", "with --metrics: the collection label (default: the\noutput folder's name)",
             docs: OptionDocumentation(
-                "the metrics' collection label", .free("name"),
+                "the collection label of the metrics", .free("name"),
                 "With\n.Fl -metrics :\nthe\n.Ql collection\nlabel of every series (default: the output folder's name)."
             )
         ) { $0.collection = $1 },

@@ -105,7 +105,8 @@ public enum RunOptionDocs {
                 entry.names.count > 1
                 ? "'(\(entry.names.joined(separator: " ")))'{\(entry.names.joined(separator: ","))}'"
                 : "'\(entry.repeatable ? "*" : "")\(entry.names[0])"
-            head += "[\(docs.summary)]"
+            // A quote in a summary would end zsh's single-quoted word: written as '\''.
+            head += "[\(docs.summary.replacingOccurrences(of: "'", with: "'\\''"))]"
             let spec: String
             switch docs.values {
             case .none: spec = ""
