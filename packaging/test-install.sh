@@ -129,15 +129,25 @@ grep -qv 'man thumbpipe' "$WORK/verify.log" 2>/dev/null && [ -s "$WORK/verify.lo
     && { cat "$WORK/verify.log" >&2; fail "systemd-analyze verify complained"; }
 mkdir -p "$ROOT/var/lib/prometheus/node-exporter"
 printf 'SOURCE=/home/user/collection\n' >"$ROOT/etc/thumbpipe/family.conf"
-in_root 'install -d -o thumbpipe -g thumbpipe /var/lib/thumbpipe /var/lib/thumbpipe/family /var/lib/thumbpipe/metrics
-    mount --bind / / && mount -o remount,bind,ro / \
-        && mount --bind /var/lib/thumbpipe /var/lib/thumbpipe && mount -o remount,bind,rw /var/lib/thumbpipe \
-        && mount -t tmpfs tmpfs /tmp || exit 125
-    set -a; OUTPUT=/var/lib/thumbpipe/family; OPTIONS=; . /etc/thumbpipe/family.conf; set +a
-    setpriv --reuid=thumbpipe --regid=thumbpipe --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all \
-        /usr/libexec/thumbpipe/nightly run family; echo "exit $?"
-    /usr/libexec/thumbpipe/nightly publish family' >"$WORK/service.log" 2>&1 || { cat "$WORK/service.log" >&2; fail "the service's ExecStart"; }
-grep -qx "exit 0" "$WORK/service.log" || { cat "$WORK/service.log" >&2; fail "the service's run did not exit 0"; }
+in_root 'install -d -o thumbpipe -g thumbpipe /var/lib/thumbpipe /var/lib/thumbpipe/family /var/lib/thumbpipe/metrics'
+# ProtectSystem=strict and PrivateTmp=, approximated: the root read-only but for the
+# state folder (StateDirectory=), a private /tmp; then User=, NoNewPrivileges= and an
+# empty capability set, with the unit's environment.
+unshare --mount --fork /bin/sh -c '
+    root=$1
+    mount --bind "$root" "$root" && mount -o remount,bind,ro "$root" \
+        && mount --bind "$root/var/lib/thumbpipe" "$root/var/lib/thumbpipe" \
+        && mount -o remount,bind,rw "$root/var/lib/thumbpipe" \
+        && mount --rbind /dev "$root/dev" && mount -t proc proc "$root/proc" \
+        && mount -t tmpfs tmpfs "$root/tmp" || exit 125
+    exec chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 /bin/sh -c "
+        set -a; OUTPUT=/var/lib/thumbpipe/family; OPTIONS=; . /etc/thumbpipe/family.conf; set +a
+        exec setpriv --reuid=thumbpipe --regid=thumbpipe --init-groups --no-new-privs --inh-caps=-all \
+            --bounding-set=-all /usr/libexec/thumbpipe/nightly run family"
+' sh "$ROOT" >"$WORK/service.log" 2>&1 || { cat "$WORK/service.log" >&2; fail "the service's ExecStart"; }
+# ExecStopPost=+: the metrics copied into node-exporter's folder with full privileges.
+in_root '/usr/libexec/thumbpipe/nightly publish family' >>"$WORK/service.log" 2>&1 \
+    || { cat "$WORK/service.log" >&2; fail "the service's ExecStopPost"; }
 python3 - "$ROOT/var/lib/thumbpipe/family/.thumbpipe/report.json" <<'PY' || fail "the service's run was not fully sandboxed"
 import json, sys
 sandbox = json.load(open(sys.argv[1]))["sandbox"]

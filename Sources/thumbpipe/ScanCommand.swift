@@ -110,12 +110,7 @@ enum ScanCommand {
                 "thumbpipe: \(FolderScan.counted(result.symlinkedFolders, "symlink")) to folders not followed (\(recursive ? "a loop, or a folder scanned anyway" : "add -r"))"
             )
         }
-        let duplicates = FolderScan.duplicates(result.entries)
-        if !duplicates.isEmpty {
-            terminal.warning(
-                "\(duplicates.reduce(0) { $0 + $1.count }) images are byte-identical to another (each becomes its own item): "
-                    + DuplicateItem.line(duplicates.map { $0.map(\.relativePath) }))
-        }
+        for line in FolderScan.libraryNotes(result) { terminal.warning(line) }
     }
 
     /// `scan --update FILE`: the photos FILE does not name yet appended as new lines;

@@ -158,10 +158,10 @@ struct FolderInputTests {
         #expect(same.status == 64, "\(same.stderr)")
         // Photos only in sub-folders, without -r.
         let nested = TestPaths.temporaryFolder("nested")
-        for sub in ["2019", "2020"] {
+        for (sub, photo) in [("2019", "Nikon-D3100.jpg"), ("2020", "Canon-EOS-1000D.jpg")] {
             try FileManager.default.createDirectory(atPath: nested + "/" + sub, withIntermediateDirectories: true)
             try FileManager.default.copyItem(
-                atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: nested + "/" + sub + "/a.jpg")
+                atPath: TestPaths.fixture("photos/" + photo), toPath: nested + "/" + sub + "/a.jpg")
         }
         let flat = try runThumbpipe(["run", nested, "-o", nested + "-out", "-q"])
         #expect(flat.status == 66, "\(flat.stderr)")
@@ -232,7 +232,7 @@ struct ScanUpdateTests {
                 ("b.jpg", "Canon-EOS-1000D.jpg", "Lamp", "kb"),
             ])
         let scan = try runThumbpipe(["scan", folder])
-        #expect(scan.stderr.contains("2 images are byte-identical to another"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("1 file byte-identical to another made no item of its own"), "\(scan.stderr)")
         #expect(scan.stderr.contains("a.jpg = copy.jpg"), "\(scan.stderr)")
         let out = folder + "/out"
         let run = try runThumbpipe(["run", manifest, "-o", out, "-q"])

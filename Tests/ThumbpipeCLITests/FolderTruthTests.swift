@@ -197,3 +197,62 @@ struct FolderTruthTests {
         #expect(scan.stderr.contains("2 files skipped: 2 files of unknown type"), "\(scan.stderr)")
     }
 }
+
+/// A library's structure kept through a migration, from names alone: an Apple
+/// export's edit and its original are one item, a Live Photo's video and the
+/// `.AAE` are named as paired, byte-identical copies are one item, the folder is
+/// in the manifest, and names shared across folders are said once.
+@Suite("Folder mode: an export's edits, Live Photos, copies and folders")
+struct LibraryStructureTests {
+    @Test("An Apple export: the edit is the original's photo, companions paired, a copy folded, folders kept")
+    func appleExport() throws {
+        let folder = TestPaths.temporaryFolder("apple")
+        let export = folder + "/export"
+        for sub in ["2021", "2022"] {
+            try FileManager.default.createDirectory(atPath: export + "/" + sub, withIntermediateDirectories: true)
+        }
+        func copy(_ fixture: String, _ to: String) throws {
+            try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/" + fixture), toPath: export + "/" + to)
+        }
+        try copy("Apple-iPhone-13-Pro-Max.HEIC", "2021/IMG_0001.HEIC")
+        try copy("Apple-iPhone-6-plus-small.jpg", "2021/IMG_E0001.JPG")
+        try Data([0, 0, 0, 20] + Array("ftypqt  ".utf8) + [0, 0, 0, 0] + Array("qt  ".utf8)).write(
+            to: URL(fileURLWithPath: export + "/2021/IMG_0001.MOV"))
+        _ = writeFile(export + "/2021", "IMG_0001.AAE", "<?xml version=\"1.0\"?><plist></plist>\n")
+        try copy("Sigma-DP1-small.jpg", "2021/IMG_0002.JPG")
+        try copy("Sigma-DP1-small.jpg", "2021/IMG_0002(1).JPG")
+        try copy("Leica-T-Typ-701-small.jpg", "2021/IMG_0003.JPG")
+        try copy("Kodak-PIXPRO-SP360-small.jpg", "2022/IMG_0003.JPG")
+
+        let scan = try runThumbpipe(["scan", "export", "-r", "-o", "m.jsonl"], in: folder)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let lines = try String(contentsOfFile: folder + "/m.jsonl", encoding: .utf8).split(separator: "\n")
+            .map(String.init)
+        #expect(lines.count == 4, "\(lines)")
+        let first = try #require(lines.first)
+        #expect(first.contains(#""itemName": "IMG_0001""#) && first.contains("IMG_E0001.JPG"), "\(first)")
+        #expect(first.contains(#""folder": "2021""#), "\(first)")
+        #expect(lines.filter { $0.contains("IMG_0002") }.count == 1, "one item for the copies: \(lines)")
+        #expect(
+            scan.stderr.contains("skipped 2021/IMG_0001.MOV: Live Photo video paired with its still"), "\(scan.stderr)")
+        #expect(
+            scan.stderr.contains("skipped 2021/IMG_0001.AAE: Apple edit instructions (.AAE) paired"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("1 edited photo (Apple's IMG_E…) made one item"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("1 file byte-identical to another"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("1 name shared by items in different folders"), "\(scan.stderr)")
+        #expect(scan.stderr.contains("IMG_0003 (2021, 2022)"), "\(scan.stderr)")
+
+        // run DIR: the same items, the same keys; the report lists what was folded.
+        let run = try runThumbpipe(["run", "export", "-r", "-o", "out", "-q"], in: folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        let manifestRun = try runThumbpipe(["run", "m.jsonl", "-o", "out2", "-q"], in: folder)
+        #expect(manifestRun.status == 0, "\(manifestRun.stderr)")
+        let archive = try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/out2/items.archive")) == archive)
+        let left = try readJSONObject(folder + "/out/.thumbpipe/report.json").object("leftOut")
+        let folded = try #require(left["folded"] as? [[String: Any]])
+        #expect(folded.count == 2, "\(folded)")
+        #expect(
+            folded.contains { $0["reason"] as? String == "edit of" && $0["kept"] as? String == "2021/IMG_0001.HEIC" })
+    }
+}

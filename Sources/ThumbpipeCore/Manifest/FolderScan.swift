@@ -55,6 +55,9 @@ public enum FolderScan {
         public var emptyFiles: [Entry] = []
         /// Files listed although they cannot be read (their item fails and says why).
         public var unreadableFiles = 0
+        /// Files folded into another's item: an Apple export's edit into its original,
+        /// a byte-identical copy into the first of its copies.
+        public var folded: [Folded] = []
 
         /// How many skipped files are named one by one (the rest counted).
         public static let listedLimit = 200
@@ -112,6 +115,9 @@ public enum FolderScan {
         result.entries.sort { Array($0.relativePath.utf8).lexicographicallyPrecedes(Array($1.relativePath.utf8)) }
         result.badNames.sort()
         result.unreadableFolders.sort()
+        pairingCompanions(&result)
+        foldingEdits(&result)
+        foldingCopies(&result)
         return result
     }
 
@@ -171,8 +177,10 @@ public enum FolderScan {
         let folder = absolute(base)
         var text = ""
         for entry in entries {
+            let album = Self.folder(of: entry.relativePath)
             text +=
-                "{\"itemName\": \(JSONText.quote(entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\"}\n"
+                "{\"itemName\": \(JSONText.quote(entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\""
+                + (album.isEmpty ? "" : ", \"folder\": \(JSONText.quote(album))") + "}\n"
         }
         return text
     }

@@ -174,7 +174,7 @@ extension FolderScan {
             return "\(count) \(kind.dropLast(" not in --formats".count)) files not in --formats"
         }
         var words = kind.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-        let nouns: Set<String> = ["file", "video", "archive", "pipe", "socket", "symlink", "audio"]
+        let nouns: Set<String> = ["file", "video", "archive", "pipe", "socket", "symlink", "audio", "photo", "name"]
         if let at = words.firstIndex(where: { nouns.contains($0) }) {
             words[at] = words[at] == "audio" ? "audio files" : words[at] + "s"
             return "\(count) " + words.joined(separator: " ")

@@ -5,6 +5,9 @@ import Foundation
 struct ManifestFields {
     enum Name: Int, CaseIterable {
         case itemName, serialNumber, valueInDollars, dateCreated, itemKey, image
+        /// The folder (or album) `scan` found the photo in: kept in the manifest for
+        /// its reader, not archived (BNRItem has no such field).
+        case folder
 
         var text: String {
             switch self {
@@ -14,6 +17,7 @@ struct ManifestFields {
             case .dateCreated: "dateCreated"
             case .itemKey: "itemKey"
             case .image: "image"
+            case .folder: "folder"
             }
         }
 

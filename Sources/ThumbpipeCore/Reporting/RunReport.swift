@@ -90,6 +90,9 @@ public struct RunReport: Sendable, Codable {
         public var symlinkedFolders = 0
         /// Sub-folders left out for want of `-r`.
         public var subfolders = 0
+        /// Files folded into another's item (an edit into its original, a copy into
+        /// the first of its copies), at most 1,000; absent from older reports.
+        public var folded: [FolderScan.Folded]?
 
         public struct SkippedFile: Sendable, Codable, Equatable {
             public var path: String
@@ -109,6 +112,7 @@ public struct RunReport: Sendable, Codable {
             hidden = scan.hidden
             symlinkedFolders = scan.symlinkedFolders
             subfolders = scan.subfolders
+            folded = scan.folded.isEmpty ? nil : Array(scan.folded.prefix(1000))
         }
     }
 

@@ -31,6 +31,7 @@ extension Run {
                 input, result: found, recursive: request.flags.recursive, output: request.output.path,
                 archiveFileName: settings.archive.fileName, formats: settings.limits.formats)
             if let skipped = found.skippedSummary { notice("thumbpipe: \(input): \(skipped)") }
+            for line in FolderScan.libraryNotes(found) { notice("warning: " + line) }
             for folder in found.unreadableFolders {
                 notice(
                     "thumbpipe: \(input): cannot read sub-folder \(folder); its photos are not scanned, and items made from them keep their outputs"
