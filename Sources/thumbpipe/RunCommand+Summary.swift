@@ -40,6 +40,12 @@ extension RunCommand {
             terminal.diagnostic(
                 "thumbpipe: \(report.datesFromFileTimeCount == 1 ? "1 item is" : "\(report.datesFromFileTimeCount) items are") dated by the file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
             )
+            // Named, as a migration's reader checks them one by one.
+            let names = report.datesFromFileTime.prefix(20).map { Terminal.shown($0.source) }
+            terminal.diagnostic(
+                "thumbpipe: dated by the file's time: " + names.joined(separator: ", ")
+                    + (report.datesFromFileTimeCount > names.count
+                        ? " (+\(report.datesFromFileTimeCount - names.count) more)" : ""))
         }
         let total = run.manifest.items.count
         let failed = report.failures.count

@@ -219,6 +219,8 @@ struct SayingTests {
         #expect(report["datesFromFileTimeCount"] as? Int == 1, "\(first.stderr)")
         #expect(try report.objects("datesFromFileTime").first?["itemKey"] as? String == "a")
         #expect(first.stderr.contains("1 item is dated by the file's time"))
+        let source = try #require(try report.objects("datesFromFileTime").first?["source"] as? String)
+        #expect(first.stderr.contains("thumbpipe: dated by the file's time: \(source)"), "named: \(first.stderr)")
         #expect(report["startTime"] as? String != nil && report["thumbpipeVersion"] as? String != nil)
         // A second run: its log says unchanged, and both reports are kept.
         let second = try runThumbpipe(["run", manifest, "-o", folder + "/out", "-q", "--log", folder + "/log2.jsonl"])
