@@ -61,7 +61,7 @@ _thumbpipe() {
         extract) opts="-q --quiet -h --help" ;;
         contact-sheet) opts="-o --output --columns --per-sheet -q --quiet -h --help" ;;
         merge) opts="-o --output --run-id --wait -q --quiet -h --help" ;;
-        report) opts="-o --output -q --quiet -h --help" ;;
+        report) opts="-o --output --against -q --quiet -h --help" ;;
         pipeline)
             opts="-q --quiet -h --help"
             if [[ $cur != -* ]]; then

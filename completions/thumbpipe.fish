@@ -81,6 +81,7 @@ complete -c thumbpipe -n $scan -l update -r -F -d 'add new photos to an existing
 complete -c thumbpipe -n "__fish_seen_subcommand_from inspect extract report" -F
 complete -c thumbpipe -n "__fish_seen_subcommand_from inspect" -l json -d 'one JSON object per item'
 complete -c thumbpipe -n "__fish_seen_subcommand_from report" -s o -l output -r -F -d 'where to write the page'
+complete -c thumbpipe -n "__fish_seen_subcommand_from report" -l against -r -F -d 'compare with another run'
 
 # contact-sheet
 set -l sheet "__fish_seen_subcommand_from contact-sheet"

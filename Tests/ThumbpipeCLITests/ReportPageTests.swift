@@ -221,3 +221,57 @@ struct ReportPageTests {
         }
     }
 }
+
+/// Two runs on one page: every run's page against the run before it, and
+/// `report OUT --against OTHER` against any other run.
+@Suite("The report against another run", .serialized)
+struct ReportAgainstTests {
+    @Test(
+        "A second run's page shows stages, formats, throughput and items then and now; report --against another folder")
+    func against() throws {
+        let folder = TestPaths.temporaryFolder("against")
+        let lines = ["photos/Canon-EOS-1000D.jpg", "photos/Nikon-Coolpix-P7000.webp", "photos/Nikon-D3100.jpg"]
+            .enumerated().map { i, s in
+                #"{"itemName": "Item \#(i)", "image": "\#(TestPaths.fixture(s))", "itemKey": "item-\#(i)"}"#
+            }
+        let manifest = writeFile(folder, "items.jsonl", lines.joined(separator: "\n") + "\n")
+        let out = folder + "/out"
+        #expect(try runThumbpipe(["run", manifest, "-o", out, "-q"]).status == 0)
+        let first = try String(contentsOfFile: out + "/.thumbpipe/report.html", encoding: .utf8)
+        #expect(!first.contains("id=\"against\""), "nothing to compare the first run with")
+        Thread.sleep(forTimeInterval: 1.1)  // the history names reports by their start, to the second
+        #expect(try runThumbpipe(["run", manifest, "-o", out, "-q", "--force"]).status == 0)
+        let second = try String(contentsOfFile: out + "/.thumbpipe/report.html", encoding: .utf8)
+        #expect(second.contains("<h2>Against the previous run ("), "the page compares with the run before")
+        for part in [
+            "<h3>By stage</h3>", "<td>decode</td>", "<h3>By format</h3>", "<td>JPEG</td>",
+            "<h3>Throughput and memory</h3>", "<h3>Items whose time changed most</h3>", "Item 0",
+        ] {
+            #expect(second.contains(part), "missing \(part)")
+        }
+        // report OUT --against another output folder, to a file of its own, drawn by Chromium.
+        let other = folder + "/other"
+        #expect(try runThumbpipe(["run", manifest, "-o", other, "-q", "--set", "store.quality=0.8"]).status == 0)
+        let page = folder + "/compared.html"
+        let made = try runThumbpipe(["report", out, "--against", other, "-o", page])
+        #expect(made.status == 0, "\(made.stderr)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("<h2>Against \(other)</h2>"), "\(html.prefix(500))")
+        #expect(html.utf8.count < 5_000_000)
+        let missing = try runThumbpipe(["report", out, "--against", folder + "/nowhere"])
+        #expect(missing.status == 66, "\(missing.stderr)")
+        let chromium = try #require(
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        let shot = folder + "/against.png"
+        let shown = try runProcess(
+            "/usr/bin/timeout",
+            [
+                "120", chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--window-size=1150,1600", "--screenshot=\(shot)", "file://" + page,
+            ])
+        #expect(shown.status == 0, "\(shown.stderr.suffix(1000))")
+        #expect(try DecodedTestImage.load(shot).width == 1150)
+    }
+}

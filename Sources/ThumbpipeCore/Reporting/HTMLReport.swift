@@ -16,7 +16,10 @@ public enum HTMLReport {
     static let formatColours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"]
 
     /// Renders `report`; `thumbnails` gives PNG bytes by item key for the slowest items.
-    public static func render(_ report: RunReport, thumbnails: [String: Data] = [:]) -> String {
+    /// With `against`, the page compares the run with that one (``against(_:_:)``).
+    public static func render(_ report: RunReport, thumbnails: [String: Data] = [:], against: Against? = nil)
+        -> String
+    {
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -36,6 +39,7 @@ public enum HTMLReport {
             """
         html += header(report)
         html += hints(report)
+        html += Self.against(report, against)
         html += stageBar(report)
         html += profile(report)
         html += histograms(report)
@@ -56,8 +60,12 @@ public enum HTMLReport {
     /// by default `OUT/.thumbpipe/report.html`.
     /// - Returns: the path written.
     /// - Throws: ``ThumbpipeError`` (66) without a report, (74) when the page cannot be written.
+    /// The page compares the run with `against`, by default the run before it in the
+    /// folder's history.
     @discardableResult
-    public static func write(from output: OutputFolder, to path: OutputTarget? = nil) throws -> String {
+    public static func write(from output: OutputFolder, to path: OutputTarget? = nil, against: Against? = nil) throws
+        -> String
+    {
         let report = try RunReport.read(output.layout.report)
         var thumbnails: [String: Data] = [:]
         let archive = output.layout.archive(report.settings?.archive.fileName ?? "items.archive")
@@ -70,17 +78,18 @@ public enum HTMLReport {
                 thumbnails[item.itemKey] = png
             }
         }
-        return try Self.write(render(report, thumbnails: thumbnails), in: output, to: path)
+        let compared = against ?? Against.previous(in: output, before: report)
+        return try Self.write(render(report, thumbnails: thumbnails, against: compared), in: output, to: path)
     }
 
     /// Renders the report of the run that just ended from the JSON it wrote
     /// (so the page is the one ``write(from:to:)`` would draw from the
     /// file, figures rounded alike), with the thumbnails its slowest items carry
     /// in memory: nothing is read back from disk.
-    public static func render(justRun report: RunReport, written json: Data) throws -> String {
+    public static func render(justRun report: RunReport, written json: Data, against: Against? = nil) throws -> String {
         var thumbnails: [String: Data] = [:]
         for item in report.slowest { thumbnails[item.itemKey] = item.thumbnail }
-        return render(try RunReport.decoded(json), thumbnails: thumbnails)
+        return render(try RunReport.decoded(json), thumbnails: thumbnails, against: against)
     }
 
     /// Writes a rendered page (atomically) to `path`, by default `OUT/.thumbpipe/report.html`.

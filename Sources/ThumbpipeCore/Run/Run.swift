@@ -184,7 +184,9 @@ public final class Run: Sendable {
             report.sandbox = report.sandbox ?? Sandbox.describe(request.flags.sandbox, support: support)
             report.leftOut = scanned.map(RunReport.LeftOut.init)
             let json = try report.write(to: output)
-            if request.flags.html { page.draw(report, written: json) }
+            if request.flags.html {
+                page.draw(report, written: json, against: HTMLReport.Against.previous(in: output, before: report))
+            }
         }
         try writeShardInfo()
         try SettingsChange.record(settings, in: state)
@@ -202,10 +204,10 @@ public final class Run: Sendable {
         private let drawn = DispatchGroup()
 
         /// Starts drawing the page of `report` (written as `written`).
-        func draw(_ report: RunReport, written: Data) {
+        func draw(_ report: RunReport, written: Data, against: HTMLReport.Against?) {
             drawn.enter()
             Thread { [self] in
-                let html = try? HTMLReport.render(justRun: report, written: written)
+                let html = try? HTMLReport.render(justRun: report, written: written, against: against)
                 page.withLock { $0 = html }
                 drawn.leave()
             }.start()
