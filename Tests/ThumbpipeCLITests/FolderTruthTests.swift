@@ -255,4 +255,63 @@ struct LibraryStructureTests {
         #expect(
             folded.contains { $0["reason"] as? String == "edit of" && $0["kept"] as? String == "2021/IMG_0001.HEIC" })
     }
+
+    @Test(
+        "Takeout sidecars date their photos (old, new, truncated and duplicate names); XMP dates a photo without one; hostile sidecars cost a warning"
+    )
+    func takeoutAndXMP() throws {
+        let folder = TestPaths.temporaryFolder("takeout")
+        let album = folder + "/Takeout/Google Photos/Zdjęcia z 2020"
+        try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
+        func photo(_ fixture: String, _ name: String) throws {
+            try FileManager.default.copyItem(atPath: TestPaths.fixture("photos/" + fixture), toPath: album + "/" + name)
+        }
+        func takeout(_ name: String, _ seconds: Int) {
+            _ = writeFile(
+                album, name, #"{"title": "x", "photoTakenTime": {"timestamp": "\#(seconds)", "formatted": "…"}}"#)
+        }
+        let long = "PXL_20200101_120000123.NIGHT.PORTRAIT-01.COVER.jpg"
+        try photo("Nikon-D3100.jpg", "IMG_A.jpg")  // EXIF dated: the sidecar wins
+        takeout("IMG_A.jpg.json", 1_577_880_000)
+        try photo("Canon-EOS-1000D.jpg", long)
+        takeout(String((long + ".supplemental-metadata").prefix(46)) + ".json", 1_577_966_400)
+        try photo("Sigma-DP1-small.jpg", "IMG_B(1).jpg")
+        takeout("IMG_B.jpg.supplemental-metadata(1).json", 1_578_052_800)
+        // No EXIF date of its own (a PNG): dated by its XMP sidecar.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("edge/png-palette-trns_paletted-transparent.png"), toPath: album + "/chart.png")
+        _ = writeFile(
+            album, "chart.xmp",
+            #"<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF><rdf:Description exif:DateTimeOriginal="2019-07-04T10:00:00Z"/></rdf:RDF></x:xmpmeta>"#
+        )
+        // Hostile: a billion-laughs XMP and a 2 MB JSON: a warning each, the photos done.
+        try photo("Leica-T-Typ-701-small.jpg", "laughs.jpg")
+        let lol = (1...9).map { #"<!ENTITY lol\#($0) "&lol\#($0 - 1);&lol\#($0 - 1);&lol\#($0 - 1);">"# }.joined()
+        _ = writeFile(
+            album, "laughs.xmp", #"<?xml version="1.0"?><!DOCTYPE x [<!ENTITY lol0 "lol">\#(lol)]><x>&lol9;</x>"#)
+        try photo("Kodak-PIXPRO-SP360-small.jpg", "huge.jpg")
+        try Data(repeating: 0x20, count: 2 << 20).write(to: URL(fileURLWithPath: album + "/huge.jpg.json"))
+        let started = Date()
+        let run = try runThumbpipe(["run", "Takeout", "-r", "-o", "out"], in: folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Date().timeIntervalSince(started) < 60)
+        #expect(run.stderr.contains("sidecar laughs.xmp: no date taken"), "\(run.stderr)")
+        #expect(run.stderr.contains("sidecar huge.jpg.json: 2097152 bytes, over 1 MiB: not read"), "\(run.stderr)")
+        #expect(run.stderr.contains("sidecar read for its photo's date"), "\(run.stderr)")
+        let inspect = try runThumbpipe(["inspect", "out/items.archive", "--json"], in: folder)
+        var dates: [String: String] = [:]
+        for line in inspect.stdout.split(separator: "\n") {
+            let item = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            dates[item["itemName"] as? String ?? ""] = item["dateCreated"] as? String
+        }
+        #expect(dates["IMG_A"] == "2020-01-01T12:00:00Z", "\(dates)")
+        #expect(dates[String(long.dropLast(4))] == "2020-01-02T12:00:00Z", "\(dates)")
+        #expect(dates["IMG_B(1)"] == "2020-01-03T12:00:00Z", "\(dates)")
+        #expect(dates["chart"] == "2019-07-04T10:00:00Z", "\(dates)")
+        // --prefer-exif-date: the camera's date wins where the photo has one.
+        let exif = try runThumbpipe(["run", "Takeout", "-r", "-o", "exif", "-q", "--prefer-exif-date"], in: folder)
+        #expect(exif.status == 0, "\(exif.stderr)")
+        let exifDates = try runThumbpipe(["inspect", "exif/items.archive", "--json"], in: folder).stdout
+        #expect(!exifDates.contains("2020-01-01T12:00:00Z"), "IMG_A keeps its EXIF date: \(exifDates)")
+    }
 }

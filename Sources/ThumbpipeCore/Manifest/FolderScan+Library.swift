@@ -80,9 +80,24 @@ extension FolderScan {
     /// (`IMG_0001.AAE`, `IMG_O0001.AAE`), as paired rather than merely skipped.
     static func pairingCompanions(_ result: inout Result) {
         let stills = Set(result.entries.map { stemKey($0.relativePath) })
+        // The names each photo's sidecars may have (Sidecars), by folder.
+        var sidecars = Set<String>()
+        for entry in result.entries {
+            let name = URL(fileURLWithPath: entry.relativePath).lastPathComponent
+            let folder = folder(of: entry.relativePath)
+            for candidate in Sidecars.takeoutNames(for: name) + Sidecars.xmpNames(for: name) {
+                sidecars.insert((folder + "/" + candidate).lowercased())
+            }
+        }
         var kinds = result.skippedKinds
         for (index, file) in result.skippedFiles.enumerated() {
             let ext = URL(fileURLWithPath: file.path).pathExtension.lowercased()
+            let sidecarKey = (folder(of: file.path) + "/" + URL(fileURLWithPath: file.path).lastPathComponent)
+                .lowercased()
+            if sidecars.contains(sidecarKey) {
+                relabel(&kinds, &result.skippedFiles[index], as: "sidecar read for its photo's date")
+                continue
+            }
             var stem = stemKey(file.path)
             if ext == "aae", let slash = stem.lastIndex(of: "/"),
                 stem[stem.index(after: slash)...].hasPrefix("img_o")
@@ -95,12 +110,19 @@ extension FolderScan {
                 ? "Apple edit instructions (.AAE) paired with a still"
                 : (ext == "mov" || ext == "mp4") ? "Live Photo video paired with its still" : nil
             guard let kind else { continue }
-            kinds[file.kind, default: 0] -= 1
-            if kinds[file.kind] == 0 { kinds[file.kind] = nil }
-            kinds[kind, default: 0] += 1
-            result.skippedFiles[index].kind = kind
+            relabel(&kinds, &result.skippedFiles[index], as: kind)
         }
         result.skippedKinds = kinds
+    }
+
+    /// A skipped file counted under `kind` instead of what it was first taken for.
+    private static func relabel(
+        _ kinds: inout [String: Int], _ file: inout (path: String, kind: String), as kind: String
+    ) {
+        kinds[file.kind, default: 0] -= 1
+        if kinds[file.kind] == 0 { kinds[file.kind] = nil }
+        kinds[kind, default: 0] += 1
+        file.kind = kind
     }
 
     /// What the user should hear of the library's structure, one line each: the

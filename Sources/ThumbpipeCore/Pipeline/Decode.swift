@@ -14,6 +14,10 @@ public struct SourceHeader: Sendable, Codable {
     public var format: String
     /// EXIF DateTimeOriginal, when the source has one.
     public var dateTimeOriginal: Date?
+    /// A Google Takeout sidecar's `photoTakenTime`, when the photo has one (``SidecarReader``).
+    public var takeoutDate: Date?
+    /// An XMP sidecar's date taken, when the photo has one.
+    public var xmpDate: Date?
     /// Whether the source has an alpha channel (or palette transparency).
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
@@ -29,7 +33,7 @@ public struct SourceHeader: Sendable, Codable {
     var loaded: LoadedImage?
 
     enum CodingKeys: String, CodingKey {
-        case width, height, orientation, format, dateTimeOriginal, hasAlpha, shrink, jpegColour
+        case width, height, orientation, format, dateTimeOriginal, takeoutDate, xmpDate, hasAlpha, shrink, jpegColour
     }
 
     /// Width and height as the image displays (orientations 5–8 swap them).

@@ -16,6 +16,8 @@ public struct ItemJob: Sendable, Codable {
     public var makeStore: Bool
     /// The parent hashes the source's content for the incremental state (never the worker).
     public var hashSource: Bool
+    /// The photo's sidecars, as bytes the parent read and the worker parses.
+    public var sidecars: [Sidecars.Bytes] = []
 
     /// Creates a job.
     public init(index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, hashSource: Bool) {
@@ -127,6 +129,8 @@ public struct ItemJobRunner: Sendable {
         var outcome = ItemOutcome()
         beforeOpen()
         var spans = Spans()
+        // A bad sidecar is a warning, never the photo's failure (not even under limits.failOn warning).
+        var sidecarWarnings: [String] = []
         do {
             let (source, header) = try spans.measure(.header) { () throws(ItemFailure) in
                 let source = try SourceBytes(descriptor: descriptor, limit: settings.limits.maxFileBytes)
@@ -136,6 +140,10 @@ public struct ItemJobRunner: Sendable {
             var reported = header
             reported.loaded = nil
             reported.conversion = nil
+            let dates = SidecarReader.dates(job.sidecars)
+            reported.takeoutDate = dates.takeout
+            reported.xmpDate = dates.xmp
+            sidecarWarnings = dates.warnings
             outcome.header = reported
             try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
         } catch let failure as ItemFailure {
@@ -155,6 +163,7 @@ public struct ItemJobRunner: Sendable {
             outcome.storeWritten = false
             outcome.thumbnailPixels = nil
         }
+        outcome.warnings += sidecarWarnings
         outcome.spans = spans
         outcome.peakRSSBytes = ProcessMemory.peakResidentBytes()
         return outcome

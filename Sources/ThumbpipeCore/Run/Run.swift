@@ -46,6 +46,8 @@ extension RunRequest {
         public var force = false
         public var verifyContent = false
         public var pruneMissing = false
+        /// `--prefer-exif-date`: a photo's EXIF date wins over its Takeout sidecar's.
+        public var preferEXIFDate = false
         /// The state is damaged or lost: adopt the archive and store files, make every item again.
         public var rebuildState = false
         /// The most of the previous run's items this run may remove.
@@ -176,6 +178,7 @@ public final class Run: Sendable {
         var options = RunOptions(
             output: output, jobs: request.jobs, workerExecutable: executable, lock: lock)
         options.sandbox = request.flags.sandbox
+        options.preferEXIFDate = request.flags.preferEXIFDate
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
             hooks: hooks)

@@ -231,6 +231,14 @@ public struct RunOptionDescription: Sendable {
             )
         ) { $0.flags.pruneMissing = true },
         .flag(
+            ["--prefer-exif-date"],
+            "a photo's own EXIF date wins over its Google Takeout\nsidecar's photoTakenTime (which wins by default: it\ncarries the user's corrections)",
+            docs: OptionDocumentation(
+                "prefer a photo's EXIF date to its Takeout sidecar's", .none,
+                "A photo's own EXIF DateTimeOriginal wins over its Google Takeout sidecar's\n.Ql photoTakenTime ,\nwhich wins by default: it is the library's own record, with the user's\ncorrections."
+            )
+        ) { $0.flags.preferEXIFDate = true },
+        .flag(
             ["--rebuild-state"],
             "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again",
             docs: OptionDocumentation(

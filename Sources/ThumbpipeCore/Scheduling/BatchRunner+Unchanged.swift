@@ -65,9 +65,11 @@ extension BatchRunner {
 
     /// The ledger of the item at `position`, as the run builds it.
     func ledger(_ position: Int, previous: ItemRecord?) -> ItemLedger {
-        ItemLedger(
+        var ledger = ItemLedger(
             item: manifest.items[position], index: position, work: plan?.work[position], previous: previous,
             fingerprints: fingerprints, manifestDate: manifest.modificationDate, recordsState: state != nil,
             movedFrom: plan?.moves[position])
+        ledger.preferEXIFDate = options.preferEXIFDate
+        return ledger
     }
 }

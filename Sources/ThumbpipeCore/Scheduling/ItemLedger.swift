@@ -69,6 +69,8 @@ struct ItemLedger: Sendable {
     let manifestDate: Date
     /// Whether the run keeps a state (records are made only then).
     let recordsState: Bool
+    /// `--prefer-exif-date`: a photo's own EXIF date wins over its Takeout sidecar's.
+    var preferEXIFDate = false
 
     /// Where the thumbnail comes from.
     let thumbnail: ThumbnailSource
@@ -146,6 +148,7 @@ struct ItemLedger: Sendable {
             item: item, index: index, work: redone, previous: previous, fingerprints: fingerprints,
             manifestDate: manifestDate, recordsState: recordsState, movedFrom: movedFrom)
         ledger.remadeFrom = work?.itemClass
+        ledger.preferEXIFDate = preferEXIFDate
         return ledger
     }
 
@@ -175,10 +178,12 @@ struct ItemLedger: Sendable {
     }
 
     /// The item's date, by one rule: the manifest's date; else, for an item not
-    /// read this run, the date its record holds; else the photo's EXIF
-    /// DateTimeOriginal unless it lies more than a day after `now`; else the photo
-    /// file's time (a guess, with the reason the report lists); and for an item
-    /// without a photo (or a time), the manifest file's time.
+    /// read this run, the date its record holds; else its Google Takeout sidecar's
+    /// `photoTakenTime` (the library's own record, with the user's corrections; after
+    /// EXIF with `--prefer-exif-date`); else the photo's EXIF DateTimeOriginal unless
+    /// it lies more than a day after `now`; else its XMP sidecar's date taken; else
+    /// the photo file's time (a guess, with the reason the report lists); and for an
+    /// item without a photo (or a time), the manifest file's time.
     /// - Parameter read: the header of a photo read this run (nil when it could not
     ///   be read); nil as a whole when the photo was not read.
     func date(read: SourceHeader??, fileTime: () -> Date?, now: Date) -> (date: Date, guess: String?) {
@@ -187,10 +192,13 @@ struct ItemLedger: Sendable {
         guard let header = read else {
             return (previous?.dateCreated.map { Date(timeIntervalSince1970: $0) } ?? manifestDate, nil)
         }
-        let exif = header?.dateTimeOriginal
-        if let exif, exif <= now.addingTimeInterval(86_400) { return (exif, nil) }
+        let exif = header?.dateTimeOriginal.flatMap { $0 <= now.addingTimeInterval(86_400) ? $0 : nil }
+        if let takeout = header?.takeoutDate, !(preferEXIFDate && exif != nil) { return (takeout, nil) }
+        if let exif { return (exif, nil) }
+        if let xmp = header?.xmpDate { return (xmp, nil) }
+        let future = header?.dateTimeOriginal
         let reason =
-            exif.map { "EXIF date \(ISO8601Format.string($0)) is in the future; the file's time was used" }
+            future.map { "EXIF date \(ISO8601Format.string($0)) is in the future; the file's time was used" }
             ?? "no EXIF date; the file's time was used"
         return (fileTime() ?? manifestDate, reason)
     }

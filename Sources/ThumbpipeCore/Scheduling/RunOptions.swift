@@ -2,6 +2,8 @@ import Foundation
 
 /// How a run is carried out.
 public struct RunOptions: Sendable {
+    /// `--prefer-exif-date`: a photo's EXIF date wins over its Takeout sidecar's.
+    public var preferEXIFDate = false
     /// The output folder (created when missing).
     public var output: OutputFolder
     /// Worker processes; each runs one item at a time.

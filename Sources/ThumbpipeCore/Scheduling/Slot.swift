@@ -108,7 +108,9 @@ struct Slot {
             let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
-        let job = ledger.job(source: path)
+        var job = ledger.job(source: path)
+        // Its sidecars' bytes, for the worker to read its date from (a fact, gathered here).
+        if job.makeThumbnail || job.makeStore { job.sidecars = Sidecars.read(for: path) }
         let ticket = ledger.needsWorker ? try supervisor.submit(job, slot: slot) : nil
         return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
     }
