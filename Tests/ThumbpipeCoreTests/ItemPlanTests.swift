@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ThumbpipeTestSupport
 
 @testable import ThumbpipeCore
 
@@ -153,6 +154,26 @@ struct ItemPlanTests {
             #expect(plans.count == 1, "\(row.name)")
         }
     }
+}
+
+@Test("The plan takes a store as coded only from a 4:2:0 frame, read from the JPEG's own frame header")
+func blocksOnlyFor420() throws {
+    let header = SourceHeader(
+        width: 4000, height: 3000, orientation: 1, format: "JPEG", dateTimeOriginal: nil, hasAlpha: false,
+        shrink: .integer, jpegColour: .sRGB)
+    func plan(_ sampling: [UInt8]?) -> ItemPlan {
+        ItemPlan.make(
+            header: header, sampling: sampling, makeStore: true, canvasWidth: 80, canvasHeight: 80,
+            store: PipelineSettings.Store(), planes: true)
+    }
+    #expect(plan([0x22, 0x11, 0x11]).onPlanes?.blocks == true)
+    #expect(plan([0x21, 0x11, 0x11]).onPlanes?.blocks == false, "4:2:2: decoded, not requantized")
+    #expect(plan([0x11, 0x11, 0x11]).onPlanes?.blocks == false, "4:4:4")
+    #expect(plan([0x11, 0x11, 0x11]).onPlanes?.tapMeans == true, "the tap's route does not depend on it")
+    // The frame header as the plane code's own files have it.
+    let jpeg = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Nikon-D3100.jpg")))
+    #expect(jpeg.withUnsafeBytes(ItemPlan.frameSampling) == [0x21, 0x11, 0x11], "the Nikon D3100 writes 4:2:2")
+    #expect(Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00]).withUnsafeBytes(ItemPlan.frameSampling) == nil, "cut short")
 }
 
 @Test("A turn keeps a 4:2:0 JPEG's block grid when the edges turned to the left and top are whole MCUs")

@@ -44,6 +44,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A `report.json` read back (`report`, `merge`, `contact-sheet`): what ``ReportBounds``
     /// lets through is drawn as the report page without a trap.
     case report
+    /// A photo's sidecar as the worker reads it (``SidecarReader``): the same bytes as a
+    /// Google Takeout JSON and as an XMP sidecar; a date it gives is one an archive takes.
+    case sidecar
 
     /// Runs the target on `bytes`.
     /// - Returns: nil, or what property broke (a finding, as a crash is).
@@ -59,6 +62,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .icc: return Self.icc(bytes)
         case .dates: return Self.dates(array)
         case .sniff: _ = ImageFormat.sniff(Array(array.prefix(512)))
+        case .sidecar: return Self.sidecar(Data(array))
         case .jpegPlanes: return Self.jpegPlanes(bytes)
         case .thumbnailPNG: return Self.thumbnailPNG(bytes)
         case .report:
@@ -180,6 +184,21 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
             guard length >= 2 else { return nil }
             at += 2 + length
+        }
+        return nil
+    }
+}
+
+extension FuzzTarget {
+    /// Both readers on the bytes: never a trap, and any date they give within what an archive takes.
+    static func sidecar(_ data: Data) -> String? {
+        let dates = SidecarReader.dates([
+            Sidecars.Bytes(kind: .takeout, name: "f.json", data: data, problem: nil),
+            Sidecars.Bytes(kind: .xmp, name: "f.xmp", data: data, problem: nil),
+        ])
+        for date in [dates.takeout, dates.xmp].compactMap({ $0 })
+        where !(abs(date.timeIntervalSinceReferenceDate) < ArchivedItem.dateLimit) {
+            return "a sidecar date \(date.timeIntervalSince1970) no archive takes"
         }
         return nil
     }

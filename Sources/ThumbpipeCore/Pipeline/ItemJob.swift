@@ -176,9 +176,11 @@ public struct ItemJobRunner: Sendable {
         spans: inout Spans
     ) throws {
         let job = Job(job: job, storeFile: storeFile)
+        let sampling = header.jpegColour == nil ? nil : path.withUnsafeBytes(ItemPlan.frameSampling)
         let plan = ItemPlan.make(
-            header: header, sourceBytes: path.count, makeStore: job.makeStore, canvasWidth: thumbnailer.scale.width,
-            canvasHeight: thumbnailer.scale.height, store: settings.store, planes: planes)
+            header: header, sourceBytes: path.count, sampling: sampling, makeStore: job.makeStore,
+            canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height, store: settings.store,
+            planes: planes)
         if case .libvips(let reason) = plan.store { outcome.storeReason = reason }
         outcome.decoded = true
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.

@@ -89,9 +89,13 @@ enum ItemPlan: Sendable, Equatable {
     /// The plan for a source of `header` (`sourceBytes` long) whose job asks for a
     /// store file (`makeStore`), on `canvasWidth × canvasHeight`, with `settings`'
     /// store, the plane path allowed by the build (`planes`, ``buildOptions``).
+    /// - Parameter sampling: a JPEG's components' sampling factors (`H << 4 | V`, from
+    ///   its frame header, ``frameSampling(_:)``); its store is taken as coded only
+    ///   when they are 4:2:0's (`[0x22, 0x11, 0x11]`). Nil when not known: then as if 4:2:0
+    ///   (the plane code takes blocks only where the sampling allows).
     static func make(
-        header: SourceHeader, sourceBytes: Int = 0, makeStore: Bool, canvasWidth: Int, canvasHeight: Int,
-        store: PipelineSettings.Store, planes: Bool
+        header: SourceHeader, sourceBytes: Int = 0, sampling: [UInt8]? = nil, makeStore: Bool, canvasWidth: Int,
+        canvasHeight: Int, store: PipelineSettings.Store, planes: Bool
     ) -> ItemPlan {
         let decode = DecodePlan.choose(for: header, canvasWidth: canvasWidth, canvasHeight: canvasHeight)
         let offPlanes = reasonOffPlanes(header, sourceBytes: sourceBytes, decode: decode, planes: planes)
@@ -113,8 +117,10 @@ enum ItemPlan: Sendable, Equatable {
         // The coded routes need the source's own samples: a converted source's are not the store's,
         // and its tap reads its pixels (the conversion is not affine).
         let asCoded = header.jpegColour == .sRGB
+        let is420 = sampling.map { $0 == [0x22, 0x11, 0x11] } ?? true
         let blocks =
-            asCoded && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
+            asCoded && is420
+            && turnKeepsBlocks(width: header.width, height: header.height, orientation: header.orientation)
         let tapMeans = asCoded && factor >= meansFactor
         // A converted one is held as its store's YCbCr when its sides are even (2 × 2 blocks turn onto 2 × 2 blocks).
         let evenSides = header.width % 2 == 0 && header.height % 2 == 0
@@ -124,6 +130,29 @@ enum ItemPlan: Sendable, Equatable {
             Planes(
                 factor: factor, tapFactor: tapMeans ? factor - factor % meansFactor : factor, tapMeans: tapMeans,
                 blocks: blocks, holdTurned: holdTurned, store: storeRoute))
+    }
+
+    /// A baseline or progressive JPEG's components' sampling factors (`H << 4 | V`), from
+    /// its first frame header; nil when the markers before it are not well formed.
+    static func frameSampling(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        var at = 2
+        while at + 4 <= bytes.count, bytes[at] == 0xFF {
+            let marker = bytes[at + 1]
+            if marker == 0xFF {
+                at += 1
+                continue
+            }
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            guard length >= 2, at + 2 + length <= bytes.count else { return nil }
+            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
+                guard length >= 8 else { return nil }
+                let components = Int(bytes[at + 9])
+                guard length >= 8 + 3 * components else { return nil }
+                return (0..<components).map { bytes[at + 11 + 3 * $0] }
+            }
+            at += 2 + length
+        }
+        return nil
     }
 
     /// Whether turning a 4:2:0 JPEG of `width × height` by EXIF `orientation`
