@@ -36,17 +36,7 @@ extension RunCommand {
                     + DuplicateItem.line(report.duplicates.map { $0.map(\.itemName) })
                     + (report.duplicates.count > 5 || capped ? " (see duplicates in the report)" : ""))
         }
-        if report.datesFromFileTimeCount > 0 {
-            terminal.diagnostic(
-                "thumbpipe: \(report.datesFromFileTimeCount == 1 ? "1 item is" : "\(report.datesFromFileTimeCount) items are") dated by the file's time (no EXIF date, or one in the future): see datesFromFileTime in the report"
-            )
-            // Named, as a migration's reader checks them one by one.
-            let names = report.datesFromFileTime.prefix(20).map { Terminal.shown($0.source) }
-            terminal.diagnostic(
-                "thumbpipe: dated by the file's time: " + names.joined(separator: ", ")
-                    + (report.datesFromFileTimeCount > names.count
-                        ? " (+\(report.datesFromFileTimeCount - names.count) more)" : ""))
-        }
+        for line in report.datesFromFileTimeSummary { terminal.diagnostic(Terminal.shown(line)) }
         let total = run.manifest.items.count
         let failed = report.failures.count
         let known = report.failures.filter { $0.known == true }.count

@@ -47,20 +47,15 @@ enum RunCommand {
                     ? "run needs a MANIFEST (see 'thumbpipe run --help')"
                     : "run takes one MANIFEST, got \(positionals.count)")
         }
-        var request = line.request(
-            input: positionals[0], settings: try line.settings())
+        var request = line.request(input: positionals[0], settings: try line.settings())
         request.standardInputClosed = standardInputClosed
-        guard let metrics = line.metrics, !line.dryRun else {
-            return try run(
-                Run.prepare(request, notice: { terminal.diagnostic($0) }), line: line, signals: signals,
-                terminal: terminal
-            ).status
-        }
-        return try MetricsFile(metrics, request: request, collection: line.collection).recording {
+        let body = {
             try run(
                 Run.prepare(request, notice: { terminal.diagnostic($0) }), line: line, signals: signals,
                 terminal: terminal)
         }
+        guard let metrics = line.metrics, !line.dryRun else { return try body().status }
+        return try MetricsFile(metrics, request: request, collection: line.collection).recording(body)
     }
 
     /// The command line's options and pipeline settings by flag (`--scale 3`,

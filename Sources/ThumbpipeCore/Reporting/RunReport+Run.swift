@@ -104,6 +104,19 @@ extension RunReport {
         ]
     }
 
+    /// What the summary says of the items dated by their file's time: how many, and
+    /// (as a migration's reader checks them one by one) the first 20 by name.
+    public var datesFromFileTimeSummary: [String] {
+        guard datesFromFileTimeCount > 0 else { return [] }
+        let count = datesFromFileTimeCount
+        let names = datesFromFileTime.prefix(20).map(\.source)
+        return [
+            "thumbpipe: \(count == 1 ? "1 item is" : "\(count) items are") dated by the file's time (no EXIF date, or one in the future): see datesFromFileTime in the report",
+            "thumbpipe: dated by the file's time: " + names.joined(separator: ", ")
+                + (count > names.count ? " (+\(count - names.count) more)" : ""),
+        ]
+    }
+
     /// The plan in one line (``IncrementalPlan/summary(_:_:)``).
     public var planSummary: String {
         IncrementalPlan.summary(classes, incremental.changedBy, kept: incremental.keptBy)
