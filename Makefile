@@ -252,6 +252,7 @@ packaging-deps:
 	@command -v lintian >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) lintian; }
 	@command -v mmdebstrap >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) mmdebstrap; }
 	@command -v buildah >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) buildah; }
+	@command -v systemd-nspawn >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) systemd-container; }
 	@command -v strip >/dev/null || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) binutils; }
 
 # .build/thumbpipe_VERSION_amd64.deb, checked by lintian.

@@ -158,6 +158,38 @@ grep -q 'thumbpipe_items{collection="family",outcome="done"} 4' "$ROOT/var/lib/p
     || fail "the metrics were not published to node-exporter's textfile folder"
 echo "test-install: nightly service: user thumbpipe, units verified and disabled, ExecStart as thumbpipe under the unit's hardening (sandbox whole, 4 items, metrics published): ok"
 
+# The timer fired for real: the root booted by systemd-nspawn (its systemd as PID 1),
+# the timer enabled with a drop-in that fires it 5 s after boot. The service ran as its unit says, and its workers kept their
+# own root (Landlock is left out of the check: nspawn's own seccomp filter refuses it).
+# The container is stopped once the run's metrics are published, at most 90 s in.
+rm -rf "$ROOT/var/lib/thumbpipe/family" "$ROOT/var/lib/thumbpipe/metrics" "$ROOT/var/lib/prometheus/node-exporter"/*
+mkdir -p "$ROOT/etc/systemd/system/thumbpipe-nightly@family.timer.d"
+printf '[Timer]\nOnCalendar=\nOnActiveSec=5s\nRandomizedDelaySec=0\n' \
+    >"$ROOT/etc/systemd/system/thumbpipe-nightly@family.timer.d/now.conf"
+in_root 'apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends systemd-sysv dbus >/dev/null 2>&1 \
+    && systemctl enable thumbpipe-nightly@family.timer' >"$WORK/enable.log" 2>&1 \
+    || { cat "$WORK/enable.log" >&2; fail "enabling the timer"; }
+timeout 90 unshare --mount --fork sh -c 'mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn \
+    && exec systemd-nspawn -D "$1" --boot --register=no --keep-unit --console=pipe' sh "$ROOT" >"$WORK/boot.log" 2>&1 &
+booted=$!
+# Stopped as soon as the run's metrics are published (ExecStopPost, the run's last step).
+for _ in $(seq 90); do
+    [ -f "$ROOT/var/lib/prometheus/node-exporter/thumbpipe-family.prom" ] && break
+    sleep 1
+done
+kill "$booted" 2>/dev/null; wait "$booted" 2>/dev/null || true
+python3 - "$ROOT/var/lib/thumbpipe/family/.thumbpipe/report.json" <<'PY' || { tail -n 30 "$WORK/boot.log" >&2; fail "the timer's run"; }
+import json, sys
+report = json.load(open(sys.argv[1]))
+sandbox = report["sandbox"]
+for layer in ("a root of its own", "seccomp", "no capabilities", "not root"):
+    assert layer in sandbox, sandbox
+assert report["counts"]["succeeded"] == 4, report["counts"]
+PY
+grep -q 'thumbpipe_last_exit_status{collection="family"} 0' "$ROOT/var/lib/prometheus/node-exporter/thumbpipe-family.prom" \
+    || fail "the timer's run published no metrics"
+echo "test-install: nightly timer fired in a booted systemd (systemd-nspawn): 4 items, workers in a root of their own, not root, metrics published: ok"
+
 # 2. The image: entrypoint, user, labels; then the same job in a container.
 buildah "${B[@]}" inspect --type image "$IMAGE" >"$WORK/image.json"
 python3 - "$WORK/image.json" "$VERSION" <<'PY' || fail "image configuration"
