@@ -206,12 +206,7 @@ struct ReportPageTests {
                 out, "\(section).html",
                 String(html[..<head]) + String(html[start.lowerBound..<end.upperBound]) + "</body></html>")
             let shot = out + "/\(section).png"
-            let result = try runProcess(
-                "/usr/bin/timeout",
-                [
-                    "120", browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1150,900", "--screenshot=\(shot)", "file://" + page,
-                ])
+            let result = try screenshot(browser, page: page, to: shot, height: 900)
             #expect(result.status == 0, "\(result.stderr.suffix(2000))")
             let image = try DecodedTestImage.load(shot)
             var inked = 0
@@ -265,13 +260,18 @@ struct ReportAgainstTests {
                 FileManager.default.isExecutableFile(atPath: $0)
             })
         let shot = folder + "/against.png"
-        let shown = try runProcess(
-            "/usr/bin/timeout",
-            [
-                "120", chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                "--window-size=1150,1600", "--screenshot=\(shot)", "file://" + page,
-            ])
+        let shown = try screenshot(chromium, page: page, to: shot, height: 1600)
         #expect(shown.status == 0, "\(shown.stderr.suffix(1000))")
         #expect(try DecodedTestImage.load(shot).width == 1150)
     }
+}
+
+/// Headless Chromium's screenshot of `page` (a file), 1150 pixels wide, within two minutes.
+func screenshot(_ browser: String, page: String, to shot: String, height: Int) throws -> ProcessResult {
+    try runProcess(
+        "/usr/bin/timeout",
+        [
+            "120", browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--window-size=1150,\(height)", "--screenshot=\(shot)", "file://" + page,
+        ])
 }

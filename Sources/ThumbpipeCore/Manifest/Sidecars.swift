@@ -67,12 +67,6 @@ public enum Sidecars {
         return [name + ".xmp", name + ".XMP", stem + ".xmp", stem + ".XMP"]
     }
 
-    /// Whether `name` is a sidecar's name (what a folder scan names as one, not a photo).
-    public static func isSidecarName(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return lower.hasSuffix(".xmp") || lower.hasSuffix(".json")
-    }
-
     /// The sidecars beside the photo at `path`, read (at most ``maxBytes`` each):
     /// the first Takeout JSON and the first XMP sidecar whose names exist.
     public static func read(for path: String) -> [Bytes] {

@@ -146,8 +146,8 @@ struct Slot {
         }
         if effect != .none && effect != .discardWritten { outcome.spans.append(spans) }
         let keepStore = ledger.apply(fact, effect: effect, to: &outcome, thumbnail: &thumbnail)
-        let written = effect == .commitWritten(replacing: true) || effect == .commitWritten(replacing: false)
-        let storeBytes = written && fact == .done ? Int64(bytes?.count ?? 0) : 0
+        var storeBytes: Int64 = 0
+        if case .commitWritten = effect, fact == .done { storeBytes = Int64(bytes?.count ?? 0) }
         // After the parent's write, so the trace has the same spans as the report.
         trace?.record(
             outcome.spans, worker: slot, itemKey: item.itemKey, line: item.line,
