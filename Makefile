@@ -147,7 +147,7 @@ slurm-run:
 # Every fuzz target SECONDS seconds under libFuzzer and AddressSanitizer, outside
 # the normal build (its own build folder), one line a target; non-zero on a finding.
 SECONDS ?= 180
-FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes thumbnail-png report sidecar
+FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes thumbnail-png report sidecar xmp iptc
 FUZZ_BUILD = .build/fuzz
 fuzz: deps
 	$(SWIFT) build -c release --product thumbpipe-fuzz --build-path $(FUZZ_BUILD) \

@@ -53,7 +53,7 @@ _thumbpipe() {
     case $cmd in
         run)
             # BEGIN generated run options: bash (make docs writes this from the option table)
-            opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html --log --trace --trace-sample --metrics --collection --force --dry-run --json --max-removed --verify-content --exit-on-failure --prune-missing --prefer-exif-date --rebuild-state --sandbox --shard --run-id -q --quiet -h --help"
+            opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html --log --trace --trace-sample --metrics --collection --force --dry-run --json --max-removed --verify-content --exit-on-failure --prune-missing --prefer-exif-date --time-zone --rebuild-state --sandbox --shard --run-id -q --quiet -h --help"
             # END generated run options
             ;;
         scan) opts="-o --output -r --recursive --ext --force --update -q --quiet -h --help" ;;

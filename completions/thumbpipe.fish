@@ -63,6 +63,7 @@ complete -c thumbpipe -n $run -l verify-content -d 're-hash sources and store fi
 complete -c thumbpipe -n $run -l exit-on-failure -x -a 'any new' -d 'exit 1 on any failure, or only on new ones'
 complete -c thumbpipe -n $run -l prune-missing -d 'drop the outputs of items whose photo is missing'
 complete -c thumbpipe -n $run -l prefer-exif-date -d 'prefer a photo\'s EXIF date to its Takeout sidecar\'s'
+complete -c thumbpipe -n $run -l time-zone -x -d 'the zone of photo times without an offset'
 complete -c thumbpipe -n $run -l rebuild-state -d 'rebuild a damaged or lost state from the archive and store files'
 complete -c thumbpipe -n $run -l sandbox -x -a 'required auto off' -d 'how workers are confined'
 complete -c thumbpipe -n $run -l shard -x -d 'only shard K of N'

@@ -284,10 +284,14 @@ struct IncrementalTests {
 
     @Test("A killed run, re-run, does not redo the items it finished")
     func resume() throws {
-        let c = try Collection()
+        // 30 photos: long enough a run that the state commits (every 0.25 s) before its end.
+        let extra = (0..<25).map {
+            #"{"itemName": "Copy \#($0)", "image": "p\#($0 % 5).\#(["jpg", "jpg", "webp", "png", "jpg"][$0 % 5])", "itemKey": "x\#($0)"}"#
+        }
+        let c = try Collection(extra: extra)
         let out = c.folder + "/out"
         var finished = 0
-        let keys = Set((0..<5).map { "k\($0)" })
+        let keys = Set((0..<5).map { "k\($0)" } + (0..<25).map { "x\($0)" })
         // The photos the state has committed (it commits in batches), read as the run goes.
         func committedNow() -> Int {
             guard FileManager.default.fileExists(atPath: OutputFolder(out).layout.state),
@@ -308,7 +312,7 @@ struct IncrementalTests {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         finished = Set((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).intersection(keys).count
-        try #require(finished > 0 && finished < 5, "no kill landed mid-run")
+        try #require(finished > 0 && finished < keys.count, "no kill landed mid-run")
         // What the state committed before the kill (it commits in batches).
         let python = try runProcess(
             "/usr/bin/python3",
@@ -326,7 +330,7 @@ struct IncrementalTests {
         // What was committed is done: only the rest (at most the last batch) is decoded again.
         let decoded = try #require(counts["decoded"])
         #expect(
-            decoded <= 5 - committed,
+            decoded <= keys.count - committed,
             "committed items are not decoded again (\(committed) committed, \(finished) finished)")
         try c.expectSameAsFresh("out")
     }

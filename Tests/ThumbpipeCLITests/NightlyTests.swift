@@ -117,7 +117,7 @@ struct NightlyTests {
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             new = ('missing_since', 'failure_stage', 'failure_fingerprint', 'item_name', 'fields_hash',
-                   'source_inode', 'source_changed')
+                   'source_inode', 'source_changed', 'title')
             cols = [r[1] for r in c.execute('PRAGMA table_info(items)') if r[1] not in new]
             c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
             c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
@@ -136,7 +136,7 @@ struct NightlyTests {
                 "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])",
                 folder + "/out/.thumbpipe/state.sqlite",
             ])
-        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "4")
+        #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "5")
     }
 
     @Test("A schema 2 state's failures ('stage: message', fingerprint in the thumbnail's) are read as they were")
@@ -160,7 +160,7 @@ struct NightlyTests {
                       "thumbnail_fingerprint = failure_fingerprint WHERE failure IS NOT NULL")
             cols = [r[1] for r in c.execute('PRAGMA table_info(items)')
                     if r[1] not in ('failure_stage', 'failure_fingerprint', 'item_name', 'fields_hash',
-                                    'source_inode', 'source_changed')]
+                                    'source_inode', 'source_changed', 'title')]
             c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
             c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
             c.execute('PRAGMA user_version=2'); c.commit()
@@ -185,6 +185,6 @@ struct NightlyTests {
                     + "print(c.execute(\"SELECT failure_stage, thumbnail_fingerprint = '', failure_fingerprint != '' FROM items WHERE failure IS NOT NULL\").fetchall())",
                 out + "/.thumbpipe/state.sqlite",
             ])
-        #expect(rows.stdout == "4\n[('store', 1, 1)]\n", "\(rows.stdout) \(rows.stderr)")
+        #expect(rows.stdout == "5\n[('store', 1, 1)]\n", "\(rows.stdout) \(rows.stderr)")
     }
 }

@@ -48,8 +48,8 @@ struct ItemLedgerTests {
     static func outcome(header exif: Date?, thumbnail: Data? = png, failure: ItemFailure? = nil) -> ItemOutcome {
         var outcome = failure.map { ItemOutcome(failure: $0) } ?? ItemOutcome()
         outcome.header = SourceHeader(
-            width: 4000, height: 3000, orientation: 1, format: "JPEG", dateTimeOriginal: exif, hasAlpha: false,
-            shrink: .none)
+            width: 4000, height: 3000, orientation: 1, format: "JPEG",
+            embedded: PhotoMetadata(taken: exif.map { .instant($0) }), hasAlpha: false, shrink: .none)
         if failure == nil {
             outcome.thumbnail = thumbnail
             outcome.storeWritten = true
@@ -159,36 +159,43 @@ struct ItemLedgerTests {
     func dates() {
         let read = Self.ledger(Self.item(), Self.work(.new, thumbnail: true, store: true, .new))
         let header = Self.outcome(header: Self.exif).header
-        #expect(read.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now) == (Self.exif, nil))
+        #expect(
+            read.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now)
+                == ItemDate(date: Self.exif, zone: .named))
         // In the future by more than a day: the file's time, and why.
         let future = Self.now.addingTimeInterval(2 * 86_400)
-        let (date, guess) = read.date(
+        let futureDate = read.date(
             read: .some(Self.outcome(header: future).header), fileTime: { Self.fileTime }, now: Self.now)
-        #expect(date == Self.fileTime)
-        #expect(guess?.contains("is in the future; the file's time was used") == true)
+        #expect(futureDate.date == Self.fileTime)
+        #expect(futureDate.guess?.contains("is in the future; the file's time was used") == true)
         // A day ahead is still believed (a camera clock in another zone).
         let soon = Self.now.addingTimeInterval(86_000)
         #expect(
             read.date(read: .some(Self.outcome(header: soon).header), fileTime: { nil }, now: Self.now).date == soon)
         // No EXIF, or a photo that could not be read: the file's time, else the manifest's.
         #expect(
-            read.date(read: .some(nil), fileTime: { Self.fileTime }, now: Self.now) == (
-                Self.fileTime, "no EXIF date; the file's time was used"
-            ))
+            read.date(read: .some(nil), fileTime: { Self.fileTime }, now: Self.now)
+                == ItemDate(
+                    date: Self.fileTime, guess: "no EXIF date; the file's time was used"
+                ))
         #expect(read.date(read: .some(nil), fileTime: { nil }, now: Self.now).date == Self.manifestDate)
         // Not read this run: the record's date.
         let kept = Self.ledger(
             Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: Self.previous())
         #expect(
-            kept.date(read: nil, fileTime: { Self.fileTime }, now: Self.now) == (
-                Date(timeIntervalSince1970: 1_300_000_000), nil
-            ))
+            kept.date(read: nil, fileTime: { Self.fileTime }, now: Self.now)
+                == ItemDate(
+                    date: Date(timeIntervalSince1970: 1_300_000_000)
+                ))
         // The manifest's date wins over everything; an item without a photo takes the manifest file's.
         let dated = Date(timeIntervalSince1970: 1_234_567_890)
         let manifestDated = Self.ledger(Self.item(date: dated), nil)
-        #expect(manifestDated.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now) == (dated, nil))
+        #expect(
+            manifestDated.date(read: .some(header), fileTime: { Self.fileTime }, now: Self.now) == ItemDate(date: dated)
+        )
         let noPhoto = Self.ledger(Self.item(image: false), nil)
-        #expect(noPhoto.date(read: nil, fileTime: { Self.fileTime }, now: Self.now) == (Self.manifestDate, nil))
+        #expect(
+            noPhoto.date(read: nil, fileTime: { Self.fileTime }, now: Self.now) == ItemDate(date: Self.manifestDate))
     }
 
     @Test("A new item made by its job: archive entry, record with this run's fingerprints and stamps")
@@ -266,7 +273,7 @@ struct ItemLedgerTests {
     func settleUnchanged() {
         let ledger = Self.ledger(
             Self.item(), Self.work(.unchanged, thumbnail: false, store: false, .unchanged), previous: Self.previous())
-        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let date = ledger.date(read: nil, fileTime: { nil }, now: Self.now).date
         let settled = ledger.settle(
             thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: true)
@@ -293,7 +300,7 @@ struct ItemLedgerTests {
     func settleKept() {
         let work = Self.work(.kept, thumbnail: false, store: false, .sourceMissing)
         let ledger = Self.ledger(Self.item(), work, previous: Self.previous())
-        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let date = ledger.date(read: nil, fileTime: { nil }, now: Self.now).date
         let first = ledger.settle(
             thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: true, now: Self.now)
@@ -453,7 +460,7 @@ extension ItemLedgerTests {
         let work = Self.work(.metadata, thumbnail: false, store: false, .fieldsChanged)
         let ledger = Self.ledger(edited, work, previous: Self.previous())
         #expect(ledger.thumbnail == .reuse && ledger.store == .keep && ledger.settlesWithoutJob)
-        let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Self.now)
+        let date = ledger.date(read: nil, fileTime: { nil }, now: Self.now).date
         let settled = ledger.settle(
             thumbnail: .success(Self.png), outcome: nil, date: date, dateGuess: nil, storeInPlace: false,
             sourceStamp: { nil }, storeStamp: { nil }, logs: true)

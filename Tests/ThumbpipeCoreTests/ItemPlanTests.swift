@@ -114,7 +114,7 @@ struct ItemPlanTests {
     @Test(arguments: rows)
     func route(_ row: Row) {
         let header = SourceHeader(
-            width: row.width, height: row.height, orientation: row.turned, format: row.format, dateTimeOriginal: nil,
+            width: row.width, height: row.height, orientation: row.turned, format: row.format,
             hasAlpha: false, shrink: .integer, jpegColour: row.colour)
         var store = PipelineSettings.Store()
         store.orientation = row.orientation
@@ -136,7 +136,7 @@ struct ItemPlanTests {
         for row in Self.rows {
             let header = SourceHeader(
                 width: row.width, height: row.height, orientation: row.turned, format: row.format,
-                dateTimeOriginal: nil,
+
                 hasAlpha: false, shrink: .integer, jpegColour: row.colour)
             var plans: Set<[Int]> = []
             for orientation in [PipelineSettings.StoreOrientation.rotate, .tag] {
@@ -159,7 +159,7 @@ struct ItemPlanTests {
 @Test("The plan takes a store as coded only from a 4:2:0 frame, read from the JPEG's own frame header")
 func blocksOnlyFor420() throws {
     let header = SourceHeader(
-        width: 4000, height: 3000, orientation: 1, format: "JPEG", dateTimeOriginal: nil, hasAlpha: false,
+        width: 4000, height: 3000, orientation: 1, format: "JPEG", hasAlpha: false,
         shrink: .integer, jpegColour: .sRGB)
     func plan(_ sampling: [UInt8]?) -> ItemPlan {
         ItemPlan.make(

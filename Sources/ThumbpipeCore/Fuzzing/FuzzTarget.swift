@@ -47,6 +47,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A photo's sidecar as the worker reads it (``SidecarReader``): the same bytes as a
     /// Google Takeout JSON and as an XMP sidecar; a date it gives is one an archive takes.
     case sidecar
+    /// An embedded XMP packet (``XMPPacket``, through ``PhotoMetadata``): title, description and
+    /// date read without a trap, within the length kept, any date one an archive takes.
+    case xmp
+    /// An embedded IPTC block (``IPTCBlock``: Photoshop's resources, IIM datasets), likewise.
+    case iptc
 
     /// Runs the target on `bytes`.
     /// - Returns: nil, or what property broke (a finding, as a crash is).
@@ -63,6 +68,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .dates: return Self.dates(array)
         case .sniff: _ = ImageFormat.sniff(Array(array.prefix(512)))
         case .sidecar: return Self.sidecar(Data(array))
+        case .xmp: return Self.metadata(PhotoMetadata.reconcile(exif: EXIFFields(), xmp: Data(array), iptc: nil))
+        case .iptc: return Self.metadata(PhotoMetadata.reconcile(exif: EXIFFields(), xmp: nil, iptc: Data(array)))
         case .jpegPlanes: return Self.jpegPlanes(bytes)
         case .thumbnailPNG: return Self.thumbnailPNG(bytes)
         case .report:
@@ -192,13 +199,30 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 extension FuzzTarget {
     /// Both readers on the bytes: never a trap, and any date they give within what an archive takes.
     static func sidecar(_ data: Data) -> String? {
-        let dates = SidecarReader.dates([
-            Sidecars.Bytes(kind: .takeout, name: "f.json", data: data, problem: nil),
-            Sidecars.Bytes(kind: .xmp, name: "f.xmp", data: data, problem: nil),
-        ])
-        for date in [dates.takeout, dates.xmp].compactMap({ $0 })
-        where !(abs(date.timeIntervalSinceReferenceDate) < ArchivedItem.dateLimit) {
+        let facts = SidecarReader.read(
+            [
+                Sidecars.Bytes(kind: .takeout, name: "f.json", data: data, problem: nil),
+                Sidecars.Bytes(kind: .xmp, name: "f.xmp", data: data, problem: nil),
+            ], photoName: "f.jpg")
+        if let date = facts.takeoutTaken, !(abs(date.timeIntervalSinceReferenceDate) < ArchivedItem.dateLimit) {
             return "a sidecar date \(date.timeIntervalSince1970) no archive takes"
+        }
+        return facts.xmp.flatMap(metadata)
+    }
+
+    /// What metadata read from any bytes must be: texts within their length, a
+    /// date (in any zone) one an archive takes.
+    static func metadata(_ metadata: PhotoMetadata) -> String? {
+        for text in [metadata.title, metadata.description].compactMap({ $0 })
+        where text.count > PhotoMetadata.maxText || text.isEmpty {
+            return "a text of \(text.count) characters kept"
+        }
+        for zone in ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"] {
+            guard let time = metadata.taken, let zone = TimeZone(identifier: zone) else { continue }
+            let date = time.resolved(in: zone).date
+            if !(abs(date.timeIntervalSinceReferenceDate) < ArchivedItem.dateLimit) {
+                return "a date \(date.timeIntervalSince1970) no archive takes"
+            }
         }
         return nil
     }

@@ -294,9 +294,11 @@ public enum FolderScan {
     /// The manifest `run DIR` runs: the same items, keys and fields as `scan DIR` then `run`.
     public static func manifest(_ result: Result, name: String) -> Manifest {
         let items = result.entries.enumerated().map { index, entry in
-            ManifestItem(
+            var item = ManifestItem(
                 line: index + 1, itemName: entry.itemName, itemKey: entry.itemKey, image: entry.relativePath,
                 imagePath: entry.path)
+            item.nameFromFile = true
+            return item
         }
         var manifest = Manifest(path: name, items: items, warnings: [], modificationDate: Date())
         manifest.folder = absolute(name)

@@ -4,6 +4,13 @@ import Foundation
 /// `2024-05-01T09:30:00.250+02:00`, `2024-05-01 09:30`. A time without a zone is UTC.
 enum ISO8601 {
     static func parse(_ text: String) -> Date? {
+        guard let parts = wallClock(text) else { return nil }
+        return Date(timeIntervalSince1970: parts.seconds - Double(parts.offset ?? 0))
+    }
+
+    /// A date's wall-clock reading (seconds since 1970 as if it were UTC) and its
+    /// offset east of UTC in seconds when it names one (`Z` is 0; none is nil).
+    static func wallClock(_ text: String) -> (seconds: Double, offset: Int?)? {
         let s = Array(text.utf8)
         var i = 0
         func number(_ digits: Int) -> Int? {
@@ -29,7 +36,7 @@ enum ISO8601 {
         }
         guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
         var seconds = Double(daysFromCivil(year, month, day)) * 86400
-        if i == s.count { return Date(timeIntervalSince1970: seconds) }
+        if i == s.count { return (seconds, nil) }
         guard take("T") || take("t") || take(" ") else { return nil }
         guard let hour = number(2), take(":"), let minute = number(2) else { return nil }
         var second = 0.0
@@ -50,9 +57,9 @@ enum ISO8601 {
         }
         guard hour <= 23, minute <= 59, second < 61 else { return nil }
         seconds += Double(hour * 3600 + minute * 60) + second
-        if i == s.count { return Date(timeIntervalSince1970: seconds) }
+        if i == s.count { return (seconds, nil) }
         if take("Z") || take("z") {
-            return i == s.count ? Date(timeIntervalSince1970: seconds) : nil
+            return i == s.count ? (seconds, 0) : nil
         }
         let sign: Double
         if take("+") { sign = 1 } else if take("-") { sign = -1 } else { return nil }
@@ -60,8 +67,7 @@ enum ISO8601 {
         _ = take(":")
         let offsetMinutes = number(2) ?? 0
         guard i == s.count, offsetHours <= 23, offsetMinutes <= 59 else { return nil }
-        seconds -= sign * Double(offsetHours * 3600 + offsetMinutes * 60)
-        return Date(timeIntervalSince1970: seconds)
+        return (seconds, Int(sign) * (offsetHours * 3600 + offsetMinutes * 60))
     }
 
     /// Parses an EXIF date (`2010:03:07 13:07:57`), taken as UTC since EXIF has no zone.

@@ -68,6 +68,7 @@ public struct ItemList: RandomAccessCollection, Sendable, Equatable {
             line: storage.lines[position], itemName: name, serialNumber: serial, valueInDollars: value,
             dateCreated: date, itemKey: key, image: image, imagePath: imagePath)
         item.carried = storage.carried[position]
+        item.nameFromFile = flags & Flags.nameFromFile != 0
         return item
     }
 
@@ -130,6 +131,8 @@ public struct ItemList: RandomAccessCollection, Sendable, Equatable {
         static let resolvedPath: UInt8 = 4
         /// The image path is stored as it is.
         static let explicitPath: UInt8 = 8
+        /// The name is the photo's file name (folder mode): its title replaces it.
+        static let nameFromFile: UInt8 = 16
     }
 
     private struct Reader {
@@ -208,6 +211,7 @@ public struct ItemList: RandomAccessCollection, Sendable, Equatable {
             var flags: UInt8 = 0
             if item.dateCreated != nil { flags |= Flags.date }
             if item.image != nil { flags |= Flags.image }
+            if item.nameFromFile { flags |= Flags.nameFromFile }
             var explicitPath: String? = nil
             if let path = item.imagePath {
                 withImage += 1

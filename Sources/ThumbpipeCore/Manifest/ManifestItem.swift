@@ -18,6 +18,9 @@ public struct ManifestItem: Sendable, Equatable {
     public var image: String?
     /// The image path resolved against the manifest's folder.
     public var imagePath: String?
+    /// Whether the name is the photo's file name, not one a manifest gave (folder
+    /// mode): the photo's own title, when it has one, is archived instead.
+    public var nameFromFile = false
     /// For an item migrated from an existing archive (`run OLD/items.archive`):
     /// what it carries over instead of making it.
     public var carried: Carried?

@@ -93,46 +93,86 @@ public enum Sidecars {
     }
 }
 
-/// The worker's reading of a photo's sidecars: the date each records, nothing
-/// else of them trusted. Hostile input: bounded (the parent sends at most 1 MiB),
-/// JSON through the manifest's own parser (fuzzed, depth-limited), XMP scanned as
-/// text for the few properties read, no entity expanded (a billion-laughs XMP is
-/// just text); a sidecar that says nothing usable is a warning, never a failure.
-public enum SidecarReader {
-    /// What the sidecars say of the photo's date, and warnings for the bad ones.
-    public struct Dates: Sendable, Equatable {
-        /// Takeout's `photoTakenTime`: a UTC instant that carries the user's corrections.
-        public var takeout: Date?
-        /// An XMP sidecar's date taken (`exif:DateTimeOriginal`, `photoshop:DateCreated`, `xmp:CreateDate`).
-        public var xmp: Date?
-        public var warnings: [String] = []
-    }
+/// What a photo's sidecars say: a Google Takeout JSON's date, title and
+/// description, an XMP sidecar's metadata, and warnings for the bad ones.
+public struct SidecarFacts: Sendable, Codable, Equatable {
+    /// Takeout's `photoTakenTime`: a UTC instant that carries the user's corrections.
+    public var takeoutTaken: Date?
+    /// Takeout's `title`, when the user gave one: Takeout writes the uploaded
+    /// file's name there, which is not one.
+    public var takeoutTitle: String?
+    /// Takeout's `description` (the caption the user wrote in Google Photos).
+    public var takeoutDescription: String?
+    /// An XMP sidecar's title, description and date taken.
+    public var xmp: PhotoMetadata?
+    public var warnings: [String] = []
 
-    public static func dates(_ sidecars: [Sidecars.Bytes]) -> Dates {
-        var dates = Dates()
+    public init() {}
+}
+
+/// The worker's reading of a photo's sidecars. Hostile input: bounded (the
+/// parent sends at most 1 MiB), JSON through the manifest's own parser (fuzzed,
+/// depth-limited), XMP through ``XMPPacket`` (no DTD, no entity expanded: a
+/// billion-laughs XMP is a warning); a sidecar that says nothing usable is a
+/// warning, never a failure.
+public enum SidecarReader {
+    /// Reads `sidecars` of the photo named `photoName`.
+    public static func read(_ sidecars: [Sidecars.Bytes], photoName: String) -> SidecarFacts {
+        var facts = SidecarFacts()
         for sidecar in sidecars {
             guard let data = sidecar.data else {
-                dates.warnings.append("sidecar \(sidecar.name): \(sidecar.problem ?? "not read")")
+                facts.warnings.append("sidecar \(sidecar.name): \(sidecar.problem ?? "not read")")
                 continue
             }
             switch sidecar.kind {
             case .takeout:
-                dates.takeout = takeoutDate(data)
-                if dates.takeout == nil {
-                    dates.warnings.append("sidecar \(sidecar.name): no photoTakenTime a date can be read from")
+                guard case .object(let root, _)? = try? JSONParser.parse(Array(data)) else {
+                    facts.warnings.append("sidecar \(sidecar.name): not JSON an object can be read from")
+                    continue
                 }
+                facts.takeoutTaken = takeoutDate(root)
+                if facts.takeoutTaken == nil {
+                    facts.warnings.append("sidecar \(sidecar.name): no photoTakenTime a date can be read from")
+                }
+                facts.takeoutTitle = text(root, "title").flatMap { isFileName($0, photoName: photoName) ? nil : $0 }
+                facts.takeoutDescription = text(root, "description")
             case .xmp:
-                dates.xmp = xmpDate(data)
-                if dates.xmp == nil { dates.warnings.append("sidecar \(sidecar.name): no date taken") }
+                let metadata = PhotoMetadata.reconcile(exif: EXIFFields(), xmp: data, iptc: nil)
+                facts.warnings += metadata.warnings.map { "sidecar \(sidecar.name): \($0)" }
+                facts.xmp = metadata
+                if metadata.taken == nil && metadata.warnings.isEmpty {
+                    facts.warnings.append("sidecar \(sidecar.name): no date taken")
+                }
             }
         }
-        return dates
+        return facts
+    }
+
+    /// The extensions of the files a photo library exports.
+    static let fileExtensions: Set<String> = [
+        "jpg", "jpeg", "jpe", "png", "gif", "heic", "heif", "hif", "avif", "webp", "tif", "tiff", "bmp", "dng", "cr2",
+        "cr3", "nef", "arw", "orf", "rw2", "raf", "mov", "mp4", "m4v", "3gp", "avi", "mkv", "webm",
+    ]
+
+    /// Whether a Takeout title is a file's name (the uploaded file's, which
+    /// Takeout writes there unless the user gave a title): the photo's own
+    /// name or stem, or any name with a photo or video file's extension.
+    static func isFileName(_ title: String, photoName: String) -> Bool {
+        let stem = URL(fileURLWithPath: photoName).deletingPathExtension().lastPathComponent
+        let ext = URL(fileURLWithPath: title).pathExtension.lowercased()
+        return title == photoName || title == stem || fileExtensions.contains(ext)
+    }
+
+    /// A non-blank string member of `object`, at most ``PhotoMetadata/maxText`` characters.
+    static func text(_ object: [(key: String, value: JSONValue, line: Int)], _ key: String) -> String? {
+        guard case .string(let value)? = object.first(where: { $0.key == key })?.value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : String(trimmed.prefix(PhotoMetadata.maxText))
     }
 
     /// `photoTakenTime.timestamp` (seconds since 1970, as a string or a number).
-    static func takeoutDate(_ data: Data) -> Date? {
-        guard case .object(let root, _)? = try? JSONParser.parse(Array(data)),
-            case .object(let taken, _)? = root.first(where: { $0.key == "photoTakenTime" })?.value,
+    static func takeoutDate(_ root: [(key: String, value: JSONValue, line: Int)]) -> Date? {
+        guard case .object(let taken, _)? = root.first(where: { $0.key == "photoTakenTime" })?.value,
             let value = taken.first(where: { $0.key == "timestamp" })?.value
         else { return nil }
         let text: String
@@ -145,20 +185,5 @@ public enum SidecarReader {
             return nil
         }
         return Date(timeIntervalSince1970: seconds)
-    }
-
-    /// The first of the XMP date-taken properties, as an attribute
-    /// (`exif:DateTimeOriginal="…"`) or an element (`<exif:DateTimeOriginal>…<`).
-    static func xmpDate(_ data: Data) -> Date? {
-        let text = String(decoding: data, as: UTF8.self)
-        for property in ["exif:DateTimeOriginal", "photoshop:DateCreated", "xmp:CreateDate"] {
-            for opener in [property + "=\"", property + "='", "<" + property + ">"] {
-                guard let start = text.range(of: opener) else { continue }
-                let rest = text[start.upperBound...]
-                let value = rest.prefix { !"\"'<".contains($0) }.trimmingCharacters(in: .whitespacesAndNewlines)
-                if value.count <= 40, let date = ISO8601.parse(value) { return date }
-            }
-        }
-        return nil
     }
 }

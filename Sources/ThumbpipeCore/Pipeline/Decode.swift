@@ -12,12 +12,10 @@ public struct SourceHeader: Sendable, Codable {
     public var orientation: Int
     /// A short format name for messages (`JPEG`, `PNG`, `HEIF`…).
     public var format: String
-    /// EXIF DateTimeOriginal, when the source has one.
-    public var dateTimeOriginal: Date?
-    /// A Google Takeout sidecar's `photoTakenTime`, when the photo has one (``SidecarReader``).
-    public var takeoutDate: Date?
-    /// An XMP sidecar's date taken, when the photo has one.
-    public var xmpDate: Date?
+    /// What the photo says of itself: title, description, date taken (MWG-reconciled).
+    public var embedded = PhotoMetadata()
+    /// What its sidecars say (a Google Takeout JSON, an XMP sidecar): ``SidecarReader``.
+    public var sidecars = SidecarFacts()
     /// Whether the source has an alpha channel (or palette transparency).
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
@@ -33,7 +31,7 @@ public struct SourceHeader: Sendable, Codable {
     var loaded: LoadedImage?
 
     enum CodingKeys: String, CodingKey {
-        case width, height, orientation, format, dateTimeOriginal, takeoutDate, xmpDate, hasAlpha, shrink, jpegColour
+        case width, height, orientation, format, embedded, sidecars, hasAlpha, shrink, jpegColour
     }
 
     /// Width and height as the image displays (orientations 5–8 swap them).
@@ -111,11 +109,7 @@ public struct Decode: Sendable {
         let image = try load(source, shrink: 1, scale: 1, format: format)
         var header = SourceHeader(
             width: image.width, height: image.height, orientation: image.orientation, format: format,
-            dateTimeOriginal: image.string("exif-ifd2-DateTimeOriginal").flatMap {
-                ISO8601.parseEXIF(
-                    $0, offset: image.string("exif-ifd2-OffsetTimeOriginal") ?? image.string("exif-ifd2-OffsetTime"))
-            },
-            hasAlpha: image.hasAlpha,
+            embedded: PhotoMetadata.read(image), hasAlpha: image.hasAlpha,
             shrink: loaderName.withCString { LoadShrink(loader: $0) },
             jpegColour: nil)
         if format == "JPEG" { (header.jpegColour, header.conversion) = JPEGColour.of(image) }

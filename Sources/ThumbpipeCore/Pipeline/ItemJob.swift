@@ -129,8 +129,9 @@ public struct ItemJobRunner: Sendable {
         var outcome = ItemOutcome()
         beforeOpen()
         var spans = Spans()
-        // A bad sidecar is a warning, never the photo's failure (not even under limits.failOn warning).
-        var sidecarWarnings: [String] = []
+        // Bad metadata or a bad sidecar is a warning, never the photo's failure
+        // (not even under limits.failOn warning).
+        var metadataWarnings: [String] = []
         do {
             let (source, header) = try spans.measure(.header) { () throws(ItemFailure) in
                 let source = try SourceBytes(descriptor: descriptor, limit: settings.limits.maxFileBytes)
@@ -140,10 +141,9 @@ public struct ItemJobRunner: Sendable {
             var reported = header
             reported.loaded = nil
             reported.conversion = nil
-            let dates = SidecarReader.dates(job.sidecars)
-            reported.takeoutDate = dates.takeout
-            reported.xmpDate = dates.xmp
-            sidecarWarnings = dates.warnings
+            reported.sidecars = SidecarReader.read(
+                job.sidecars, photoName: URL(fileURLWithPath: job.source).lastPathComponent)
+            metadataWarnings = header.embedded.warnings + reported.sidecars.warnings
             outcome.header = reported
             try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
         } catch let failure as ItemFailure {
@@ -163,7 +163,7 @@ public struct ItemJobRunner: Sendable {
             outcome.storeWritten = false
             outcome.thumbnailPixels = nil
         }
-        outcome.warnings += sidecarWarnings
+        outcome.warnings += metadataWarnings
         outcome.spans = spans
         outcome.peakRSSBytes = ProcessMemory.peakResidentBytes()
         return outcome

@@ -26,6 +26,11 @@ extension RunReport {
         sample = totals.profiles.sample
         datesFromFileTime = totals.dateGuesses
         datesFromFileTimeCount = totals.dateGuessCount
+        if totals.zoneAssumedCount > 0 {
+            datesInTimeZone = ZonedDates(
+                count: totals.zoneAssumedCount,
+                zone: options.timeZone.identifier == "GMT" ? "UTC" : options.timeZone.identifier)
+        }
         storeBytesWritten = totals.storeBytesWritten
         let wall = max(seconds, 1e-9)
         throughput = Throughput(
@@ -107,10 +112,16 @@ extension RunReport {
     /// What the summary says of the items dated by their file's time: how many, and
     /// (as a migration's reader checks them one by one) the first 20 by name.
     public var datesFromFileTimeSummary: [String] {
-        guard datesFromFileTimeCount > 0 else { return [] }
+        var lines: [String] = []
+        if let zoned = datesInTimeZone {
+            lines.append(
+                "thumbpipe: \(zoned.count == 1 ? "1 photo's time names" : "\(zoned.count) photos' times name") no UTC offset: read as local time in \(zoned.zone) (--time-zone to change)"
+            )
+        }
+        guard datesFromFileTimeCount > 0 else { return lines }
         let count = datesFromFileTimeCount
         let names = datesFromFileTime.prefix(20).map(\.source)
-        return [
+        return lines + [
             "thumbpipe: \(count == 1 ? "1 item is" : "\(count) items are") dated by the file's time (no EXIF date, or one in the future): see datesFromFileTime in the report",
             "thumbpipe: dated by the file's time: " + names.joined(separator: ", ")
                 + (count > names.count ? " (+\(count - names.count) more)" : ""),

@@ -165,6 +165,9 @@ public struct RunReport: Sendable, Codable {
     /// future): the first 1,000, and how many in all.
     public var datesFromFileTime: [DateGuess] = []
     public var datesFromFileTimeCount = 0
+    /// Items whose photo's time names no offset from UTC and has no GPS stamp
+    /// beside it, read as local time in the run's zone (`--time-zone`); nil when none.
+    public var datesInTimeZone: ZonedDates?
     /// Items that share a photo (the same content hash), in groups.
     public var duplicates: [[DuplicateItem]] = []
     /// Where the workers' time went, by format and size class, how busy they were,
@@ -173,6 +176,13 @@ public struct RunReport: Sendable, Codable {
 
     /// An empty report.
     public init() {}
+
+    /// How many items' dates were read in which time zone.
+    public struct ZonedDates: Sendable, Codable, Equatable {
+        public var count: Int
+        /// The zone's identifier (`Europe/Oslo`).
+        public var zone: String
+    }
 
     /// Reads a report file.
     /// - Throws: ``ThumbpipeError`` (66) when it cannot be read, (65) when it is not a report.

@@ -48,6 +48,8 @@ extension RunRequest {
         public var pruneMissing = false
         /// `--prefer-exif-date`: a photo's EXIF date wins over its Takeout sidecar's.
         public var preferEXIFDate = false
+        /// `--time-zone`: the zone of photo times that name no offset.
+        public var timeZone = TimeZone.current
         /// The state is damaged or lost: adopt the archive and store files, make every item again.
         public var rebuildState = false
         /// The most of the previous run's items this run may remove.
@@ -179,6 +181,7 @@ public final class Run: Sendable {
             output: output, jobs: request.jobs, workerExecutable: executable, lock: lock)
         options.sandbox = request.flags.sandbox
         options.preferEXIFDate = request.flags.preferEXIFDate
+        options.timeZone = request.flags.timeZone
         let runner = BatchRunner(
             manifest: manifest, settings: settings, options: options, plan: plan, state: state, trace: trace,
             hooks: hooks)

@@ -238,6 +238,14 @@ public struct RunOptionDescription: Sendable {
                 "A photo's own EXIF DateTimeOriginal wins over its Google Takeout sidecar's\n.Ql photoTakenTime ,\nwhich wins by default: it is the library's own record, with the user's\ncorrections."
             )
         ) { $0.flags.preferEXIFDate = true },
+        .option(
+            ["--time-zone"], "ZONE",
+            "the zone of photo times that name no UTC offset and\nhave no GPS time beside them (an IANA name such as\nEurope/Oslo, UTC, or +02:00; default: the machine's)",
+            docs: OptionDocumentation(
+                "the zone of photo times without an offset", .free("zone"),
+                "A photo's EXIF time before EXIF 2.31 names no offset from UTC: it is local time\nin a zone the photo does not say. thumbpipe reads it in the zone its GPS time\nstamp implies when it has one, else in\n.Ar zone :\nan IANA name\n.Pq Li Europe/Oslo ,\n.Li UTC ,\nor an offset\n.Pq Li +02:00 ;\nby default the machine's. The report says how many dates were read so."
+            )
+        ) { $0.flags.timeZone = try timeZone($1) },
         .flag(
             ["--rebuild-state"],
             "the state (.thumbpipe/state.sqlite) is damaged or lost:\nmove it aside, adopt the archive's items and the store\nfiles, and make every item again",
@@ -320,4 +328,16 @@ extension RunCommandLine {
         }
         return settings
     }
+}
+
+/// A `--time-zone` value: an IANA name, `UTC`, or a fixed offset `±HH:MM`.
+func timeZone(_ text: String) throws -> TimeZone {
+    if let seconds = ISO8601.exifOffsetSeconds(text), text.count == 6, let zone = TimeZone(secondsFromGMT: seconds) {
+        return zone
+    }
+    if let zone = TimeZone(identifier: text) { return zone }
+    throw ThumbpipeError(
+        .usage,
+        "--time-zone: unknown zone '\(text)': give an IANA name such as Europe/Oslo or America/New_York, UTC, or an offset such as +02:00"
+    )
 }

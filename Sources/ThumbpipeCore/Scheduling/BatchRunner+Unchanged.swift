@@ -70,6 +70,7 @@ extension BatchRunner {
             fingerprints: fingerprints, manifestDate: manifest.modificationDate, recordsState: state != nil,
             movedFrom: plan?.moves[position])
         ledger.preferEXIFDate = options.preferEXIFDate
+        ledger.timeZone = options.timeZone
         return ledger
     }
 }

@@ -45,7 +45,8 @@ extension ItemLedger {
             && !storeAppeared
         if failure != nil { png = nil }
         var finished = FinishedItem(
-            index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
+            index: index, archived: archived(date: date, png: png, title: title(read: outcome)), thumbnail: png,
+            hasImage: true)
         if logs {
             finished.log = logEntry(
                 action: failure == nil ? ItemAction(work?.itemClass ?? .new) : .failed,
@@ -179,7 +180,8 @@ extension ItemLedger {
     private func settleKept(previous: ItemRecord, png: Data, date: Date, logs: Bool, now: Date) -> Settlement {
         let since = Date(timeIntervalSince1970: previous.missingSince ?? now.timeIntervalSince1970)
         var finished = FinishedItem(
-            index: index, archived: archived(date: date, png: png), thumbnail: png, hasImage: true)
+            index: index, archived: archived(date: date, png: png, title: previous.title), thumbnail: png,
+            hasImage: true)
         let kept = "its last good thumbnail and store file are kept"
         let why: String
         var message: String
@@ -216,9 +218,15 @@ extension ItemLedger {
         var deletesStore: Bool
     }
 
-    private func archived(date: Date, png: Data?) -> ArchivedItem {
+    /// The photo's title: as read by the job, else as recorded when it was last read.
+    private func title(read outcome: ItemOutcome?) -> String? {
+        guard let header = outcome?.header else { return previous?.title }
+        return Self.title(of: header)
+    }
+
+    private func archived(date: Date, png: Data?, title: String? = nil) -> ArchivedItem {
         ArchivedItem(
-            itemName: item.itemName, serialNumber: item.serialNumber, valueInDollars: item.valueInDollars,
+            itemName: archivedName(title: title), serialNumber: item.serialNumber, valueInDollars: item.valueInDollars,
             dateCreated: item.dateCreated ?? date, itemKey: item.itemKey, thumbnailData: png)
     }
 
@@ -230,7 +238,7 @@ extension ItemLedger {
         let source = outcome?.sourceStamp ?? (item.imagePath == nil ? nil : sourceStamp())
         let stored = failure == nil ? storeStamp() : nil
         let storeHash = outcome?.storeWritten == true ? outcome?.storeHash : previous?.storeHash
-        return ItemRecord(
+        var record = ItemRecord(
             itemKey: item.itemKey, sourcePath: item.imagePath ?? "", sourceSize: source?.size ?? -1,
             sourceModified: source?.modified ?? -1,
             sourceHash: outcome?.sourceHash ?? (work?.sourceUnchanged == true ? previous?.sourceHash : nil) ?? "",
@@ -242,5 +250,7 @@ extension ItemLedger {
             failureFingerprint: failure != nil ? fingerprints.failure : "", itemName: item.itemName,
             fieldsHash: ItemRecord.fieldsHash(item), sourceInode: source?.inode ?? 0,
             sourceChanged: source?.changed ?? 0)
+        record.title = title(read: outcome)
+        return record
     }
 }

@@ -71,6 +71,9 @@ struct ItemLedger: Sendable {
     let recordsState: Bool
     /// `--prefer-exif-date`: a photo's own EXIF date wins over its Takeout sidecar's.
     var preferEXIFDate = false
+    /// `--time-zone`: the zone of a photo's wall-clock time that names no offset
+    /// and has no GPS time stamp beside it (the machine's by default).
+    var timeZone = TimeZone.current
 
     /// Where the thumbnail comes from.
     let thumbnail: ThumbnailSource
@@ -149,6 +152,7 @@ struct ItemLedger: Sendable {
             manifestDate: manifestDate, recordsState: recordsState, movedFrom: movedFrom)
         ledger.remadeFrom = work?.itemClass
         ledger.preferEXIFDate = preferEXIFDate
+        ledger.timeZone = timeZone
         return ledger
     }
 
@@ -180,26 +184,51 @@ struct ItemLedger: Sendable {
     /// The item's date, by one rule: the manifest's date; else, for an item not
     /// read this run, the date its record holds; else its Google Takeout sidecar's
     /// `photoTakenTime` (the library's own record, with the user's corrections; after
-    /// EXIF with `--prefer-exif-date`); else the photo's EXIF DateTimeOriginal unless
-    /// it lies more than a day after `now`; else its XMP sidecar's date taken; else
+    /// the photo's own with `--prefer-exif-date`); else the photo's own date taken
+    /// (``PhotoMetadata/taken``: EXIF, XMP, IPTC as MWG reconciles them) unless it
+    /// lies more than a day after `now`; else its XMP sidecar's date taken; else
     /// the photo file's time (a guess, with the reason the report lists); and for an
-    /// item without a photo (or a time), the manifest file's time.
+    /// item without a photo (or a time), the manifest file's time. A wall-clock time
+    /// that names no offset is read in its GPS stamp's zone, else in ``timeZone``.
     /// - Parameter read: the header of a photo read this run (nil when it could not
     ///   be read); nil as a whole when the photo was not read.
-    func date(read: SourceHeader??, fileTime: () -> Date?, now: Date) -> (date: Date, guess: String?) {
-        if let date = item.dateCreated { return (date, nil) }
-        guard item.imagePath != nil else { return (manifestDate, nil) }
+    func date(read: SourceHeader??, fileTime: () -> Date?, now: Date) -> ItemDate {
+        if let date = item.dateCreated { return ItemDate(date: date) }
+        guard item.imagePath != nil else { return ItemDate(date: manifestDate) }
         guard let header = read else {
-            return (previous?.dateCreated.map { Date(timeIntervalSince1970: $0) } ?? manifestDate, nil)
+            return ItemDate(date: previous?.dateCreated.map { Date(timeIntervalSince1970: $0) } ?? manifestDate)
         }
-        let exif = header?.dateTimeOriginal.flatMap { $0 <= now.addingTimeInterval(86_400) ? $0 : nil }
-        if let takeout = header?.takeoutDate, !(preferEXIFDate && exif != nil) { return (takeout, nil) }
-        if let exif { return (exif, nil) }
-        if let xmp = header?.xmpDate { return (xmp, nil) }
-        let future = header?.dateTimeOriginal
+        let own = header?.embedded.taken.map { $0.resolved(in: timeZone) }
+        let exif = own.flatMap { $0.date <= now.addingTimeInterval(86_400) ? $0 : nil }
+        if let takeout = header?.sidecars.takeoutTaken, !(preferEXIFDate && exif != nil) {
+            return ItemDate(date: takeout)
+        }
+        if let exif { return ItemDate(date: exif.date, zone: exif.zone) }
+        if let xmp = header?.sidecars.xmp?.taken?.resolved(in: timeZone) {
+            return ItemDate(date: xmp.date, zone: xmp.zone)
+        }
         let reason =
-            future.map { "EXIF date \(ISO8601Format.string($0)) is in the future; the file's time was used" }
+            own.map { "EXIF date \(ISO8601Format.string($0.date)) is in the future; the file's time was used" }
             ?? "no EXIF date; the file's time was used"
-        return (fileTime() ?? manifestDate, reason)
+        return ItemDate(date: fileTime() ?? manifestDate, guess: reason)
     }
+
+    /// The title a photo gives itself, by one rule: its Google Takeout sidecar's
+    /// (a title the user gave in Google Photos), else its XMP sidecar's, else its own.
+    static func title(of header: SourceHeader) -> String? {
+        header.sidecars.takeoutTitle ?? header.sidecars.xmp?.title ?? header.embedded.title
+    }
+
+    /// The name the archive holds: the manifest's; an item named after its file
+    /// (folder mode) by its photo's title when it has one.
+    func archivedName(title: String?) -> String { item.nameFromFile ? (title ?? item.itemName) : item.itemName }
+}
+
+/// An item's date and how it was found (``ItemLedger/date(read:fileTime:now:)``).
+struct ItemDate: Equatable {
+    var date: Date
+    /// Why the file's time was used (a guess the report lists), nil otherwise.
+    var guess: String? = nil
+    /// How the zone of a wall-clock time was decided; nil when the date is not one.
+    var zone: TakenTime.Zone? = nil
 }

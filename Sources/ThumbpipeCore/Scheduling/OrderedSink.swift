@@ -25,6 +25,8 @@ struct FinishedItem: Sendable {
     var log: ItemLogEntry?
     /// Its date is a guess (the file's time).
     var dateGuess: DateGuess?
+    /// Its date is a wall-clock time read in the run's zone (``ItemLedger/timeZone``).
+    var zoneAssumed = false
     /// The class the plan gave it, when its recorded thumbnail was missing or
     /// damaged and it was made again (counted as changed).
     var remadeFrom: ItemClass?
@@ -164,6 +166,7 @@ final class OrderedSink: Sendable {
         var profiles = ProfileCollector()
         var dateGuesses: [DateGuess] = []
         var dateGuessCount = 0
+        var zoneAssumedCount = 0
         /// Items made again for a missing or damaged recorded thumbnail, by the class the plan gave them.
         var remade: [ItemClass: Int] = [:]
     }
@@ -298,6 +301,7 @@ final class OrderedSink: Sendable {
                 if item.decoded { totals.decodedItems += 1 }
                 if let profile = item.profile { totals.profiles.add(profile) }
                 if let from = item.remadeFrom { totals.remade[from, default: 0] += 1 }
+                if item.zoneAssumed { totals.zoneAssumedCount += 1 }
                 if let guess = item.dateGuess {
                     totals.dateGuessCount += 1
                     if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }

@@ -4,6 +4,8 @@ import Foundation
 public struct RunOptions: Sendable {
     /// `--prefer-exif-date`: a photo's EXIF date wins over its Takeout sidecar's.
     public var preferEXIFDate = false
+    /// `--time-zone`: the zone of photo times that name no offset (``ItemLedger/timeZone``).
+    public var timeZone = TimeZone.current
     /// The output folder (created when missing).
     public var output: OutputFolder
     /// Worker processes; each runs one item at a time.

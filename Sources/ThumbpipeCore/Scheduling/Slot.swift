@@ -105,7 +105,7 @@ struct Slot {
             ledger.storeEffectBeforeJob(reused: reused), key: item.itemKey, source: item.imagePath, bytes: nil,
             claim: claim)
         guard let path = item.imagePath, !ledger.settlesWithoutJob else {
-            let (date, _) = ledger.date(read: nil, fileTime: { nil }, now: Date())
+            let date = ledger.date(read: nil, fileTime: { nil }, now: Date()).date
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
         var job = ledger.job(source: path)
@@ -157,11 +157,13 @@ struct Slot {
                     Double($0.width) * Double($0.height) / 1e6, outcome.bytesRead, outcome.storeRoute
                 )
             })
-        let (date, guess) = ledger.date(
+        let dated = ledger.date(
             read: .some(outcome.header), fileTime: { Self.modificationDate(job.source) }, now: Date())
         var finished = settle(
-            ledger, thumbnail: thumbnail, outcome: outcome, date: date, dateGuess: guess, keepStore: keepStore)
+            ledger, thumbnail: thumbnail, outcome: outcome, date: dated.date, dateGuess: dated.guess,
+            keepStore: keepStore)
         finished.storeBytesWritten = storeBytes
+        finished.zoneAssumed = dated.zone == .assumed && finished.failure == nil
         return finished
     }
 

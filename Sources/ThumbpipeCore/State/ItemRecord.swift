@@ -42,6 +42,10 @@ public struct ItemRecord: Sendable, Equatable {
     /// time shows in them.
     public var sourceInode: UInt64 = 0
     public var sourceChanged: Int64 = 0
+    /// The title the photo gave itself (embedded, or in a sidecar) when it was
+    /// last read; nil without one (or before schema 5). An item named after its
+    /// file (folder mode) is archived by it.
+    public var title: String? = nil
 
     /// A time no run records, read back from a damaged or crafted state: a date or
     /// a missing-since past ``ArchivedItem/dateLimit`` (what an archive's reader

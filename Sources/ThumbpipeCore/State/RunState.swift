@@ -11,10 +11,11 @@ public final class RunState: @unchecked Sendable {
     /// stores a failure structured (`failure_stage`, `failure` its message, and
     /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`), and
     /// the item's name and a hash of its fields (`item_name`, `fields_hash`); 4
-    /// the source's identity (`source_inode`, `source_changed`).
+    /// the source's identity (`source_inode`, `source_changed`); 5 the photo's
+    /// own title (`title`).
     /// An older state is upgraded in place when opened for writing, and read as it
     /// is when opened read-only (a dry run).
-    public static let schemaVersion: Int64 = 4
+    public static let schemaVersion: Int64 = 5
     private let database: SQLiteDatabase
     private let lock = NSLock()
     /// The schema of the rows as they are on disk (older only when opened read-only).
@@ -61,7 +62,8 @@ public final class RunState: @unchecked Sendable {
                     item_name TEXT NOT NULL DEFAULT '',
                     fields_hash INTEGER NOT NULL DEFAULT 0,
                     source_inode INTEGER NOT NULL DEFAULT 0,
-                    source_changed INTEGER NOT NULL DEFAULT 0
+                    source_changed INTEGER NOT NULL DEFAULT 0,
+                    title TEXT
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -111,6 +113,10 @@ public final class RunState: @unchecked Sendable {
                 ALTER TABLE items ADD COLUMN source_changed INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        if version < 5 {
+            // Unknown (NULL) until an item is read again: it keeps the name it had till then.
+            steps.append("ALTER TABLE items ADD COLUMN title TEXT;")
+        }
         steps.append("PRAGMA user_version = \(schemaVersion); COMMIT;")
         return steps.joined(separator: "\n")
     }
@@ -143,7 +149,8 @@ public final class RunState: @unchecked Sendable {
                        store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
                        \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0"),
-                       \(rowSchema >= 4 ? "source_inode, source_changed" : "0, 0")
+                       \(rowSchema >= 4 ? "source_inode, source_changed" : "0, 0"),
+                       \(rowSchema >= 5 ? "title" : "NULL")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -157,6 +164,7 @@ public final class RunState: @unchecked Sendable {
                     fieldsHash: UInt64(bitPattern: row.integer(17)))
                 record.sourceInode = UInt64(bitPattern: row.integer(18))
                 record.sourceChanged = row.integer(19)
+                record.title = row.text(20)
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -251,8 +259,8 @@ public final class RunState: @unchecked Sendable {
                     item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                     store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                     thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash,
-                    source_inode, source_changed
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    source_inode, source_changed, title
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -264,6 +272,7 @@ public final class RunState: @unchecked Sendable {
                     record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
                     .text(record.itemName), .integer(Int64(bitPattern: record.fieldsHash)),
                     .integer(Int64(bitPattern: record.sourceInode)), .integer(record.sourceChanged),
+                    record.title.map { .text($0) } ?? .null,
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {

@@ -5,14 +5,31 @@ import CVips
 enum SHA1 {
     /// The 20-byte digest of `bytes`.
     static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
+        GLibDigest.of(bytes, G_CHECKSUM_SHA1, length: 20)
+    }
+}
+
+/// MD5, used only where a format asks for it: an IPTC block's digest (Photoshop's
+/// resource 0x0425, which the MWG guidelines compare).
+enum MD5 {
+    /// The 16-byte digest of `bytes`.
+    static func hash<S: Sequence>(_ bytes: S) -> [UInt8] where S.Element == UInt8 {
+        GLibDigest.of(bytes, G_CHECKSUM_MD5, length: 16)
+    }
+}
+
+/// The one place GLib's `GChecksum` is called.
+private enum GLibDigest {
+    static func of<S: Sequence>(_ bytes: S, _ type: GChecksumType, length: Int) -> [UInt8]
+    where S.Element == UInt8 {
         let data = Array(bytes)
-        guard let checksum = g_checksum_new(G_CHECKSUM_SHA1) else { preconditionFailure("GLib has no SHA-1") }
+        guard let checksum = g_checksum_new(type) else { preconditionFailure("GLib has no checksum \(type)") }
         defer { g_checksum_free(checksum) }
         data.withUnsafeBufferPointer { g_checksum_update(checksum, $0.baseAddress, gssize($0.count)) }
-        var digest = [UInt8](repeating: 0, count: 20)
-        var length = gsize(digest.count)
-        g_checksum_get_digest(checksum, &digest, &length)
-        precondition(length == 20, "a SHA-1 digest is 20 bytes")
+        var digest = [UInt8](repeating: 0, count: length)
+        var written = gsize(digest.count)
+        g_checksum_get_digest(checksum, &digest, &written)
+        precondition(written == length, "a digest of \(length) bytes")
         return digest
     }
 }

@@ -115,14 +115,37 @@ final class VImage: @unchecked Sendable {
 
     /// `body` over the embedded ICC profile's bytes; nil when the image has none.
     func withProfile<T>(_ body: (UnsafeRawBufferPointer) -> T?) -> T? {
-        guard has(VIPS_META_ICC_NAME) else { return nil }
+        withBlob(VIPS_META_ICC_NAME, body)
+    }
+
+    /// A metadata block's bytes (`xmp-data`, `iptc-data`), copied; nil when the image has none.
+    func blob(_ field: String) -> Data? { withBlob(field) { Data($0) } }
+
+    private func withBlob<T>(_ field: String, _ body: (UnsafeRawBufferPointer) -> T?) -> T? {
+        guard has(field) else { return nil }
         var data: UnsafeRawPointer? = nil
         var length = 0
-        guard vips_image_get_blob(pointer, VIPS_META_ICC_NAME, &data, &length) == 0, let data else {
+        guard vips_image_get_blob(pointer, field, &data, &length) == 0, let data else {
             vips_error_clear()
             return nil
         }
         return body(UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    /// An EXIF field's value as libvips read it. libvips gives an ASCII field as
+    /// `value (value, ASCII, n components, m bytes)` and others as `raw (shown, …)`:
+    /// the ASCII value is the part that appears twice, the raw one the part before ` (`.
+    func exif(_ field: String) -> String? {
+        guard let text = string(field) else { return nil }
+        if let ascii = text.range(of: ", ASCII, ", options: .backwards) {
+            let both = text[..<ascii.lowerBound]
+            let half = (both.count - 2) / 2
+            if half >= 0, both.count == 2 * half + 2 {
+                let value = both.prefix(half)
+                if both.dropFirst(half).hasPrefix(" (") && both.suffix(half) == value { return String(value) }
+            }
+        }
+        return text.range(of: " (").map { String(text[..<$0.lowerBound]) } ?? text
     }
 
     /// Runs a libvips call that produces a new image, through ``Vips/check(_:_:)``.

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+/// A migration keeps what the photos know of themselves: folder mode names an
+/// item by its photo's title and dates it by its reconciled date, read in the
+/// zone the user gives when the photo names none.
+@Suite("Metadata in a run: titles name items, dates in the right zone, a manifest's fields win")
+struct MetadataRunTests {
+    static func archive(_ path: String, in folder: String) throws -> [String: String] {
+        let inspect = try runThumbpipe(["inspect", path, "--json"], in: folder)
+        var names: [String: String] = [:]
+        for line in inspect.stdout.split(separator: "\n") {
+            let item = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            names[item["itemName"] as? String ?? ""] = item["dateCreated"] as? String
+        }
+        return names
+    }
+
+    @Test("exiftool's images in folder mode: named by their titles, dated in --time-zone, kept so the next night")
+    func folderMode() throws {
+        let folder = TestPaths.temporaryFolder("metadata-run")
+        try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
+        for name in ["PhotoMechanic", "MWG", "Google"] {
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("metadata/exiftool-\(name).jpg"), toPath: folder + "/photos/\(name).jpg")
+        }
+        let run = try runThumbpipe(["run", "photos", "-o", "out", "--time-zone", "America/New_York"], in: folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(
+            run.stderr.contains(
+                "2 photos' times name no UTC offset: read as local time in America/New_York (--time-zone to change)"),
+            "\(run.stderr)")
+        let expected = [
+            // IPTC ObjectName and XMP dc:title agree; a date alone is midnight in the
+            // zone (still summer time there: it ended at 2:00 that night).
+            "Object Name": "2006-10-29T04:00:00Z",
+            // No title: the file's name; EXIF time with sub-seconds, no offset.
+            "MWG": "2001-01-01T06:11:11.111Z",
+            // The offset the photo names wins over the zone.
+            "Google": "2023-10-06T20:53:51.724Z",
+        ]
+        #expect(try Self.archive("out/items.archive", in: folder) == expected)
+        let night = try runThumbpipe(["run", "photos", "-o", "out", "--time-zone", "America/New_York"], in: folder)
+        #expect(night.stderr.contains("0 new, 0 changed, 3 unchanged, 0 removed; 0 decoded"), "\(night.stderr)")
+        #expect(try Self.archive("out/items.archive", in: folder) == expected)
+        // A manifest's itemName wins over the photo's title.
+        let manifest = writeFile(
+            folder, "items.jsonl", #"{"itemName": "Caption from the manifest", "image": "photos/PhotoMechanic.jpg"}"#)
+        let listed = try runThumbpipe(["run", manifest, "-o", "listed", "-q", "--time-zone", "UTC"], in: folder)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(
+            try Self.archive("listed/items.archive", in: folder) == [
+                "Caption from the manifest": "2006-10-29T00:00:00Z"
+            ])
+        let unknown = try runThumbpipe(["run", "photos", "-o", "x", "--time-zone", "Europe/Atlantis"], in: folder)
+        #expect(unknown.status == 64 && unknown.stderr.contains("unknown zone 'Europe/Atlantis'"), "\(unknown.stderr)")
+    }
+}
