@@ -238,6 +238,19 @@ int CVipsShim_icc_to_srgb(VipsImage *in, VipsImage **out, const char *fallback_p
                               NULL);
 }
 
+int CVipsShim_float_to_rgb16(VipsImage *in, VipsImage **out) {
+    VipsImage *scaled = NULL, *cast = NULL;
+    if (vips_linear1(in, &scaled, 65535.0, 0.0, NULL))
+        return -1;
+    int status = vips_cast(scaled, &cast, VIPS_FORMAT_USHORT, NULL);
+    g_object_unref(scaled);
+    if (status)
+        return -1;
+    status = vips_copy(cast, out, "interpretation", VIPS_INTERPRETATION_RGB16, NULL);
+    g_object_unref(cast);
+    return status;
+}
+
 int CVipsShim_colourspace_srgb(VipsImage *in, VipsImage **out) {
     return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
 }

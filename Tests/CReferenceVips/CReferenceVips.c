@@ -19,7 +19,12 @@ int reference_thumbnail(const char *path, int width, int height, float **pixels,
     if (!image) goto fail_noimage;
     STEP(vips_autorot(in, &next, NULL));
     int cmyk = vips_image_get_interpretation(image) == VIPS_INTERPRETATION_CMYK;
-    if (vips_image_get_typeof(image, VIPS_META_ICC_NAME) || cmyk) {
+    // Floats are read as scRGB (linear sRGB) by vips_colourspace, not through a
+    // profile: libvips's ICC import takes floats as 0-255 and makes them black.
+    // (The float fixture's profile is linear with sRGB's primaries: the same reading.)
+    VipsBandFormat format = vips_image_get_format(image);
+    int floats = format == VIPS_FORMAT_FLOAT || format == VIPS_FORMAT_DOUBLE;
+    if ((vips_image_get_typeof(image, VIPS_META_ICC_NAME) || cmyk) && !floats) {
         VipsImage *next = NULL;
         if (vips_icc_transform(image, &next, "srgb", "embedded", TRUE, "input_profile", cmyk ? "cmyk" : "srgb",
                                "intent", VIPS_INTENT_RELATIVE, "depth", 8, NULL) == 0) {

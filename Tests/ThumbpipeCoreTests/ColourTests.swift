@@ -264,3 +264,51 @@ struct SRGBByNumbersTests {
         #expect(moved > source.count / 4, "named sRGB, P3's primaries: converted (\(moved) samples moved)")
     }
 }
+
+/// Colour truth on the libvips route: a float image read through its profile once.
+@Suite("Float images with a profile")
+struct FloatProfileTests {
+    /// libvips's own reading of `path`'s floats as linear sRGB (scRGB), as 8-bit sRGB PNG bytes.
+    static func scRGBReading(_ path: String) throws -> Data {
+        var image: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_load(path, 1, 1, 0, 0, &image) == 0)
+        defer { CVipsShim_unref(image) }
+        var srgb: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_colourspace_srgb(image, &srgb) == 0)
+        defer { CVipsShim_unref(srgb) }
+        var cast: UnsafeMutablePointer<VipsImage>? = nil
+        try #require(CVipsShim_cast_uchar(srgb, &cast, 0) == 0)
+        defer { CVipsShim_unref(cast) }
+        var buffer: UnsafeMutableRawPointer? = nil
+        var length = 0
+        try #require(CVipsShim_pngsave_buffer(cast, &buffer, &length, 1) == 0)
+        defer { g_free(buffer) }
+        return Data(bytes: try #require(buffer), count: length)
+    }
+
+    @Test(
+        "A float TIFF with a linear (gamma 1.0) ICC profile: store and thumbnail as the linear values read once, not washed out by the sRGB curve twice"
+    )
+    func linearProfile() throws {
+        // The fixture's profile is linear with sRGB's primaries and white: read
+        // through it, the floats are exactly what libvips reads scRGB as.
+        let path = TestPaths.fixture("edge/float-linear-icc_nikon.tif")
+        let png = try Self.scRGBReading(path)
+        let reference = try DecodedTestImage.load(png: png)
+        let made = try PlanePathTests.store(path, planes: false)
+        let store = try PlanePathTests.decoded(made.bytes)
+        try #require(store.pixels.count == reference.pixels.count)
+        // As good as the store of that reading itself (the same PNG as a source);
+        // before, 14 dB below it (the sRGB curve applied again through the profile).
+        let referencePath = TestPaths.temporaryFolder("float-profile") + "/reference.png"
+        try png.write(to: URL(fileURLWithPath: referencePath))
+        let fromReference = try PlanePathTests.store(referencePath, planes: false)
+        let best = psnr(try PlanePathTests.decoded(fromReference.bytes).pixels, reference.pixels)
+        let value = psnr(store.pixels, reference.pixels)
+        #expect(value >= best - 0.5, "\(value) dB, the reference's own store \(best) dB")
+        // The thumbnail as that reading's own.
+        let theirs = try DecodedTestImage.load(png: try #require(fromReference.thumbnail))
+        let ours = try DecodedTestImage.load(png: try #require(made.thumbnail))
+        #expect(psnr(ours.pixels, theirs.pixels) >= 35, "\(psnr(ours.pixels, theirs.pixels)) dB")
+    }
+}

@@ -84,6 +84,12 @@ int CVipsShim_icc_to_srgb(VipsImage *in, VipsImage **out, const char *fallback_p
 /// vips_colourspace to sRGB.
 int CVipsShim_colourspace_srgb(VipsImage *in, VipsImage **out);
 
+/// Float or double RGB device values (0–1, as a float TIFF with an ICC profile
+/// holds them) as 16-bit ones (0–65535, clamped) tagged RGB16, so that lcms reads
+/// them through their embedded profile: libvips's ICC import takes floats as
+/// 0–255 and makes them black.
+int CVipsShim_float_to_rgb16(VipsImage *in, VipsImage **out);
+
 /// vips_cast to 8-bit unsigned, with shift for 16-bit sources.
 int CVipsShim_cast_uchar(VipsImage *in, VipsImage **out, int shift);
 

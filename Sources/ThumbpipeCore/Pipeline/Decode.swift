@@ -193,18 +193,33 @@ public struct Decode: Sendable {
         VIPS_INTERPRETATION_HSV,
     ]
 
+    /// The interpretations float RGB device values come with (libvips tags a
+    /// float RGB TIFF scRGB whatever its profile says).
+    static let deviceRGB: Set<VipsInterpretation> = [
+        VIPS_INTERPRETATION_scRGB, VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_MULTIBAND,
+    ]
+
     /// Converts any decoded image to 8-bit sRGB with 3 bands, or 4 with alpha.
     func toSRGB(_ input: VImage, format: String) throws(ItemFailure) -> VImage {
         do {
             var image = input
-            // Float and colorimetric encodings (scRGB from HDR merges, XYZ, LAB…):
-            // libvips's own conversion, as vips_thumbnail does; an ICC profile
-            // embedded with them describes a device space they are not in (an lcms
-            // transform of linear floats through it comes out black).
-            if Self.colorimetric.contains(image.interpretation)
-                || image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
+            // Set once the pixels are sRGB by libvips's own conversion: an embedded
+            // profile no longer describes them (through it, the sRGB curve would
+            // be applied a second time).
+            var converted = false
+            let float = image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
+            if float && image.has(VIPS_META_ICC_NAME) && (image.bands == 3 || image.bands == 4)
+                && Self.deviceRGB.contains(image.interpretation)
             {
+                // Float RGB with a profile (a linear one, from HDR merges and
+                // scientific tools): the profile says what the values are; lcms
+                // reads them through it as 16-bit device values, below.
+                image = try image.derive("float_to_rgb16") { CVipsShim_float_to_rgb16($0, $1) }
+            } else if Self.colorimetric.contains(image.interpretation) || float {
+                // Colorimetric encodings (scRGB, XYZ, LAB…) and floats without a
+                // profile: libvips's own conversion, as vips_thumbnail does.
                 image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
+                converted = true
             }
             let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
             // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
@@ -219,7 +234,7 @@ public struct Decode: Sendable {
                 // A matrix/TRC profile (Display P3, Adobe RGB…): the same
                 // conversion as lcms's, through tables.
                 image = converted
-            } else if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB {
+            } else if (image.has(VIPS_META_ICC_NAME) || cmyk) && !alreadySRGB && !converted {
                 do {
                     image = try image.derive("icc_transform") { CVipsShim_icc_to_srgb($0, $1, cmyk ? "cmyk" : "srgb") }
                 } catch {
