@@ -191,7 +191,8 @@ bench-archive: deps
 
 # The throughput benchmark: thumbpipe side by side with pyvips, the vips CLI pair,
 # ImageMagick and the store-only floor, on 200 generated 8-24 Mpx JPEGs, then with
-# pyvips and the floor on the PNG and HEIC sets; three rounds each.
+# pyvips and the floor on the PNG set, and with the HEVC decode floor (FFmpeg's
+# decoder and libde265) on the HEIC set (generated and phones' own); then the chart.
 BENCH_PY = Benchmarks/work/venv/bin/python
 bench: deps
 	@command -v vipsthumbnail >/dev/null || $(APT_INSTALL) libvips-tools
@@ -204,10 +205,16 @@ bench: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product store-floor
 	@test -f /usr/include/turbojpeg.h || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libturbojpeg0-dev; }
 	cc -O2 -Wall -o Benchmarks/work/codec-floor Benchmarks/CodecFloor/codec-floor.c -lturbojpeg
+	@test -f /usr/include/x86_64-linux-gnu/libavcodec/avcodec.h -o -f /usr/include/libavcodec/avcodec.h || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libavcodec-dev; }
+	@test -f /usr/include/libde265/de265.h || { apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libde265-dev; }
+	cc -O2 -Wall -o Benchmarks/work/hevc-floor Benchmarks/HevcFloor/hevc-floor.c -lavcodec -lavutil -lde265
+	@touch Benchmarks/work/bench-started
 	$(BENCH_PY) Benchmarks/bench.py --only jpeg --rounds 5 --memory --incremental \
 	  --peers thumbpipe,codec-floor,codec-floor-durable,libvips-path,pyvips-floor,floor,pyvips,vips-cli,magick
 	$(BENCH_PY) Benchmarks/bench.py --only png --rounds 3 --peers thumbpipe,floor,pyvips
-	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,floor,pyvips
+	$(BENCH_PY) Benchmarks/bench.py --only heic --rounds 3 --peers thumbpipe,hevc-floor,hevc-floor-de265,floor,pyvips
+	@# The ratios of this run, drawn beside its JSON, and the tables BENCHMARKS.md shows.
+	python3 Benchmarks/chart.py --markdown $$(find Benchmarks/results -name 'throughput-*.json' -newer Benchmarks/work/bench-started | sort)
 
 # The static binary against one linked to the toolchain's shared Swift runtime,
 # side by side: start-up (--version, hyperfine) and a run over the JPEG set.

@@ -24,6 +24,11 @@ Every peer makes, for each image, an 80x80 thumbnail and a Q=50 JPEG store file:
               to its native Y, Cb, Cr planes and those planes encoded at Q=50 with the same
               sampling; no colour, no rotation, no thumbnail; one process per job. No store
               that is correct can cost less
+  hevc-floor  the HEVC decoder's own limit (Benchmarks/HevcFloor, FFmpeg's libavcodec): each
+              HEIC's coded pictures (a grid's tiles, or its one image; extracted beforehand)
+              decoded to YCbCr planes, one thread a process, one process per job; no tile
+              assembly, colour, scaling or encode. hevc-floor-de265: the same with libde265,
+              the decoder Debian's libheif uses
   codec-floor-durable  the codec floor writing each store file as thumbpipe does (to a
               temporary name, fsync, rename; the folder fsync'd at the end): how much of
               a gap is durability (no target; the target is the codec floor's)
@@ -139,7 +144,16 @@ def make_set(folder, jpegs, pngs, heics, jobs):
         with multiprocessing.Pool(jobs) as pool:
             for _ in pool.imap_unordered(_make_one, todo):
                 pass
-    return [job[3] for job in plan]
+    paths = [job[3] for job in plan]
+    # Phones' own HEICs as they are (grids of 512×512 HEVC tiles, Display P3), as
+    # many again as the generated ones: most HEICs a migration meets are these.
+    phones = sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.lower().endswith(".heic"))
+    for i in range(heics if phones else 0):
+        out = os.path.join(folder, f"phone-{i:02d}-{os.path.basename(phones[i % len(phones)]).lower()}")
+        if not os.path.exists(out):
+            shutil.copyfile(phones[i % len(phones)], out)
+        paths.append(out)
+    return paths
 
 
 def make_small_set(folder, count=50):
@@ -276,6 +290,25 @@ def run_codec_floor(paths, jobs, durable=False):
                   str(jobs)] + (["durable"] if durable else []))
 
 
+def run_hevc_floor(paths, jobs, decoder):
+    """The HEVC decoder alone on the HEICs' coded pictures (extracted once, untimed)."""
+    folder = os.path.join(WORK, "hevcs")
+    os.makedirs(folder, exist_ok=True)
+    coded = []
+    for path in paths:
+        if not path.lower().endswith((".heic", ".heif")):
+            continue
+        out = os.path.join(folder, os.path.basename(path) + ".hevcs")
+        if not os.path.exists(out):
+            subprocess.run([sys.executable, os.path.join(ROOT, "Benchmarks", "HevcFloor", "heif_tiles.py"), path, out],
+                           check=True, stdout=subprocess.DEVNULL)
+        coded.append(out)
+    listing = os.path.join(WORK, f"hevc-floor-{decoder}.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(coded) + "\n")
+    return timed([os.path.join(WORK, "hevc-floor"), decoder, listing, str(jobs)])
+
+
 def run_xargs(paths, jobs, script, name):
     listing = os.path.join(WORK, f"{name}.txt")
     with open(listing, "w") as f:
@@ -394,7 +427,7 @@ def main():
     paths = make_set(os.path.join(WORK, "set-3"), args.jpegs, args.pngs, args.heics, args.jobs)
     if args.only:
         suffix = {"jpeg": ".jpg", "png": ".png", "heic": ".heic"}[args.only]
-        paths = [p for p in paths if p.endswith(suffix)]
+        paths = [p for p in paths if p.lower().endswith(suffix)]
     megapixels = 0.0
     try:
         import pyvips
@@ -413,6 +446,8 @@ def main():
         "floor": lambda: run_floor(paths, args.jobs),
         "codec-floor": lambda: run_codec_floor(paths, args.jobs),
         "codec-floor-durable": lambda: run_codec_floor(paths, args.jobs, durable=True),
+        "hevc-floor": lambda: run_hevc_floor(paths, args.jobs, "libavcodec"),
+        "hevc-floor-de265": lambda: run_hevc_floor(paths, args.jobs, "libde265"),
         "pyvips": lambda: run_pyvips(paths, args.jobs),
         "pyvips-floor": lambda: run_pyvips(paths, args.jobs, store_only=True),
         "vips-cli": lambda: run_xargs(paths, args.jobs, VIPS_CLI, "vips-cli"),
