@@ -57,3 +57,47 @@ struct MetadataRunTests {
         #expect(unknown.status == 64 && unknown.stderr.contains("unknown zone 'Europe/Atlantis'"), "\(unknown.stderr)")
     }
 }
+
+extension MetadataRunTests {
+    @Test("A Takeout sidecar edited (a date corrected in Google Photos) is a metadata change: nothing decoded")
+    func sidecarEdit() throws {
+        let folder = TestPaths.temporaryFolder("sidecar-edit")
+        try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/photos/IMG_1.jpg")
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"), toPath: folder + "/photos/IMG_2.jpg")
+        func sidecar(_ seconds: Int) {
+            _ = writeFile(
+                folder + "/photos", "IMG_1.jpg.json",
+                #"{"title": "IMG_1.jpg", "photoTakenTime": {"timestamp": "\#(seconds)"}}"#)
+        }
+        sidecar(1_577_880_000)
+        let first = try runThumbpipe(["run", "photos", "-o", "out", "-q"], in: folder)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try Self.archive("out/items.archive", in: folder)["IMG_1"] == "2020-01-01T12:00:00Z")
+        let quiet = try runThumbpipe(["run", "photos", "-o", "out"], in: folder)
+        #expect(quiet.stderr.contains("0 new, 0 changed, 2 unchanged, 0 removed; 0 decoded"), "\(quiet.stderr)")
+        // The date corrected: one item's metadata read again, no photo decoded.
+        sidecar(1_577_966_400)
+        let plan = try runThumbpipe(["run", "photos", "-o", "out", "--dry-run"], in: folder)
+        #expect(plan.stdout.contains("metadata") && plan.stdout.contains("sidecars edited"), "\(plan.stdout)")
+        let edited = try runThumbpipe(["run", "photos", "-o", "out"], in: folder)
+        #expect(edited.status == 0, "\(edited.stderr)")
+        #expect(edited.stderr.contains("1 unchanged") && edited.stderr.contains("0 decoded"), "\(edited.stderr)")
+        #expect(try Self.archive("out/items.archive", in: folder)["IMG_1"] == "2020-01-02T12:00:00Z")
+        // A fresh run agrees, byte for byte; then the night after is quiet again.
+        let fresh = try runThumbpipe(["run", "photos", "-o", "fresh", "-q"], in: folder)
+        #expect(fresh.status == 0)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/fresh/items.archive")))
+        let after = try runThumbpipe(["run", "photos", "-o", "out"], in: folder)
+        #expect(after.stderr.contains("0 new, 0 changed, 2 unchanged, 0 removed; 0 decoded"), "\(after.stderr)")
+        // The sidecar gone: read again, the photo's own EXIF date back.
+        try FileManager.default.removeItem(atPath: folder + "/photos/IMG_1.jpg.json")
+        let gone = try runThumbpipe(["run", "photos", "-o", "out"], in: folder)
+        #expect(gone.stderr.contains("0 decoded"), "\(gone.stderr)")
+        #expect(try Self.archive("out/items.archive", in: folder)["IMG_1"] != "2020-01-02T12:00:00Z")
+    }
+}

@@ -88,6 +88,25 @@ struct NightlyTableTests {
             }, rules: { $0.verifyContent = true }, itemClass: .changed, reason: "store file damaged", store: true),
         Row(name: "metadata: only the fields", fieldsEdited: true, itemClass: .metadata, reason: "fields edited"),
         Row(
+            name: "metadata: a sidecar edited (its date and title read again, nothing decoded)",
+            previous: { $0.sidecarStamp = "a.jpg.json 120 1000" }, facts: { $0.sidecars = "a.jpg.json 121 1500" },
+            itemClass: .metadata, reason: "sidecars edited"),
+        Row(
+            name: "metadata: a sidecar appeared beside a photo recorded before sidecars were",
+            facts: { $0.sidecars = "a.xmp 300 1200" }, itemClass: .metadata, reason: "sidecars edited"),
+        Row(
+            name: "unchanged: the sidecars as recorded",
+            previous: { $0.sidecarStamp = "a.jpg.json 120 1000" }, facts: { $0.sidecars = "a.jpg.json 120 1000" },
+            itemClass: .unchanged, reason: "unchanged"),
+        Row(
+            name: "unchanged: no sidecars, recorded before sidecars were", facts: { $0.sidecars = "" },
+            itemClass: .unchanged, reason: "unchanged"),
+        Row(
+            name: "changed (settings) with a sidecar edited: the job reads both",
+            previous: { $0.sidecarStamp = "a.jpg.json 120 1000" }, facts: { $0.sidecars = "a.jpg.json 121 1500" },
+            rules: { $0.fingerprints.thumbnail = "T2-C1" }, itemClass: .changed, reason: "thumbnail settings changed",
+            thumbnail: true),
+        Row(
             name: "moved: the same photo under a new path (same size, same hash)", path: "/photos/2024/a.jpg",
             facts: { $0.sourceHash = "h-a" }, itemClass: .moved, reason: "same content under a new path or key"),
         Row(
@@ -221,6 +240,7 @@ struct NightlyTableTests {
         #expect(work.reason == row.reason)
         #expect(work.needsThumbnail == row.thumbnail, "thumbnail redone")
         #expect(work.needsStore == row.store, "store redone")
+        #expect(work.readsMetadata == (row.reason == "sidecars edited"), "metadata read again")
     }
 
     @Test("Every class and every reason of the guide's table has a row")
@@ -235,6 +255,7 @@ struct NightlyTableTests {
             "fields edited", "same content under a new path or key", "source missing", "source back", "--force",
             "state rebuilt: outputs adopted, not proven", "limits changed since it failed", "source cannot be read",
             "source is empty (0 bytes)", "source replaced (same size and time, another inode or change time)",
+            "sidecars edited",
         ] {
             #expect(reasons.contains(reason), "no row for \(reason)")
         }

@@ -67,29 +67,53 @@ public enum Sidecars {
         return [name + ".xmp", name + ".XMP", stem + ".xmp", stem + ".XMP"]
     }
 
-    /// The sidecars beside the photo at `path`, read (at most ``maxBytes`` each):
-    /// the first Takeout JSON and the first XMP sidecar whose names exist.
-    public static func read(for path: String) -> [Bytes] {
+    /// The sidecars beside the photo at `path`: the first Takeout JSON and the
+    /// first XMP sidecar whose names are regular files, with what stat says of them.
+    static func found(for path: String) -> [(kind: Kind, name: String, info: FileInfo)] {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         let name = url.lastPathComponent
-        var found: [Bytes] = []
+        var found: [(kind: Kind, name: String, info: FileInfo)] = []
         for (kind, names) in [(Kind.takeout, takeoutNames(for: name)), (.xmp, xmpNames(for: name))] {
-            guard let sidecar = names.first(where: { FileInfo(path: folder + "/" + $0)?.kind == .regular }) else {
-                continue
-            }
-            let file = folder + "/" + sidecar
-            let size = FileInfo(path: file)?.size ?? 0
-            if size > maxBytes {
-                found.append(
-                    Bytes(kind: kind, name: sidecar, data: nil, problem: "\(size) bytes, over 1 MiB: not read"))
-            } else if let data = FileDescriptor.contents(ofRegularFile: file, limit: maxBytes) {
-                found.append(Bytes(kind: kind, name: sidecar, data: data, problem: nil))
-            } else {
-                found.append(Bytes(kind: kind, name: sidecar, data: nil, problem: "cannot be read"))
+            for candidate in names {
+                if let info = FileInfo(path: folder + "/" + candidate), info.kind == .regular {
+                    found.append((kind, candidate, info))
+                    break
+                }
             }
         }
         return found
+    }
+
+    /// What the sidecars beside the photo at `path` are, as a nightly compares
+    /// them: each one's name, size, modification and change times ("" for none).
+    /// Another stamp is a metadata edit: the photo's date and title are read again.
+    public static func stamp(for path: String) -> String { stamp(found(for: path)) }
+
+    private static func stamp(_ found: [(kind: Kind, name: String, info: FileInfo)]) -> String {
+        // "/" separates: no file name has one (and SQLite's text ends at a NUL).
+        found.map { "\($0.name)/\($0.info.size)/\($0.info.modified)/\($0.info.changed)" }.joined(separator: "/")
+    }
+
+    /// The sidecars beside the photo at `path`, read (at most ``maxBytes`` each),
+    /// and their stamp (``stamp(for:)``) as they were found.
+    public static func read(for path: String) -> (sidecars: [Bytes], stamp: String) {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var sidecars: [Bytes] = []
+        let found = found(for: path)
+        for (kind, sidecar, info) in found {
+            let file = folder + "/" + sidecar
+            let size = info.size
+            if size > maxBytes {
+                sidecars.append(
+                    Bytes(kind: kind, name: sidecar, data: nil, problem: "\(size) bytes, over 1 MiB: not read"))
+            } else if let data = FileDescriptor.contents(ofRegularFile: file, limit: maxBytes) {
+                sidecars.append(Bytes(kind: kind, name: sidecar, data: data, problem: nil))
+            } else {
+                sidecars.append(Bytes(kind: kind, name: sidecar, data: nil, problem: "cannot be read"))
+            }
+        }
+        return (sidecars, stamp(found))
     }
 }
 

@@ -18,6 +18,8 @@ public struct ItemJob: Sendable, Codable {
     public var hashSource: Bool
     /// The photo's sidecars, as bytes the parent read and the worker parses.
     public var sidecars: [Sidecars.Bytes] = []
+    /// Their stamp as the parent read them, for the item's record (the worker ignores it).
+    public var sidecarStamp: String?
 
     /// Creates a job.
     public init(index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, hashSource: Bool) {
@@ -145,7 +147,10 @@ public struct ItemJobRunner: Sendable {
                 job.sidecars, photoName: URL(fileURLWithPath: job.source).lastPathComponent)
             metadataWarnings = header.embedded.warnings + reported.sidecars.warnings
             outcome.header = reported
-            try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
+            // A job that makes nothing reads the photo's metadata (its sidecars changed).
+            if job.makeThumbnail || job.makeStore {
+                try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
+            }
         } catch let failure as ItemFailure {
             outcome.failure = failure
         } catch let error as ThumbpipeError {

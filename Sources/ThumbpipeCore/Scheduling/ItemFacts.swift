@@ -20,6 +20,9 @@ struct ItemFacts: Sendable, Equatable {
     var store: FileStamp?
     /// The store file's content hash (with `--verify-content`).
     var storeHash: String?
+    /// The photo's sidecars (``Sidecars/stamp(for:)``), when its own stamp is the
+    /// recorded one (a photo that is redone has them read anyway).
+    var sidecars: String?
 
     /// Gathers what classifying the item needs, asking the ledger's pure rules
     /// which facts those are: the source's stamp always, whether its name exists
@@ -35,6 +38,11 @@ struct ItemFacts: Sendable, Equatable {
         }
         if ItemLedger.keepsMissingSource(path: path, previous: previous, facts: facts, rules: rules) { return facts }
         guard facts.source != nil else { return facts }
+        if previous.failure == nil && !rules.force
+            && !ItemLedger.stampChanged(path: path, previous: previous, stamp: facts.source)
+        {
+            facts.sidecars = Sidecars.stamp(for: path)
+        }
         if ItemLedger.needsSourceHash(path: path, previous: previous, stamp: facts.source, rules: rules) {
             facts.sourceHash = ContentHash.file(path)
             if facts.sourceHash == nil { facts.unreadable = FileSystem.readError(path) }

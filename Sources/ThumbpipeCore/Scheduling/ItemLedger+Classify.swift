@@ -144,14 +144,26 @@ extension ItemLedger {
         // A source back after missing: nothing to redo, but its record forgets since when.
         if !needsThumbnail && !needsStore && previous.missingSince != nil { reasons.insert(.sourceBack) }
         let changed = needsThumbnail || needsStore || reasons.contains(.sourceBack)
+        let sidecarsEdited = !changed && sidecarsChanged(previous: previous, facts: facts)
         let itemClass: ItemClass =
-            changed ? .changed : source.moved ? .moved : fieldsEdited ? .metadata : .unchanged
+            changed ? .changed : source.moved ? .moved : fieldsEdited || sidecarsEdited ? .metadata : .unchanged
         if source.moved { reasons.insert(.moved) }
         if fieldsEdited { reasons.insert(.fieldsChanged) }
-        return ItemWork(
+        if sidecarsEdited { reasons.insert(.sidecarsChanged) }
+        var work = ItemWork(
             itemClass: itemClass, needsThumbnail: needsThumbnail, needsStore: needsStore,
             reasons: (reasons.isEmpty ? .unchanged : reasons).union(unrecorded), sourceUnchanged: true,
             restamp: source.restamp)
+        work.readsMetadata = sidecarsEdited
+        return work
+    }
+
+    /// Whether the photo's sidecars are not the ones recorded: one appeared,
+    /// changed or went. A record from before sidecars were recorded (nil) knows of
+    /// none: a photo with sidecars then is read again once, to record them.
+    static func sidecarsChanged(previous: ItemRecord, facts: ItemFacts) -> Bool {
+        guard let now = facts.sidecars, previous.failure == nil else { return false }
+        return now != (previous.sidecarStamp ?? "")
     }
 
     /// What of an item whose source is the same must be redone, and why: a kept

@@ -158,13 +158,15 @@ struct ItemLedger: Sendable {
 
     /// Whether the item is settled without a job: it has no photo, or nothing of it is redone.
     var settlesWithoutJob: Bool {
+        if work?.readsMetadata == true { return false }
         if case .move = store { return thumbnail == .reuse }
         return store == .none || (thumbnail == .reuse && store == .keep)
     }
 
     /// Whether the item's job needs a worker: it makes a thumbnail or a store file
     /// (one that only carries its store file and reuses its thumbnail needs none).
-    var needsWorker: Bool { thumbnail == .make || store == .make }
+    /// A photo whose sidecars changed needs one to read them (and its header) again.
+    var needsWorker: Bool { thumbnail == .make || store == .make || work?.readsMetadata == true }
 
     /// The job for the item's worker (which is asked for nothing when the item only
     /// carries its store file and reuses its thumbnail).

@@ -78,6 +78,9 @@ public struct WorkReasons: OptionSet, Sendable {
     /// The photo keeps its size and time but is another file, or was changed in
     /// place (its inode or change time moved): its content decides.
     public static let sourceReplaced = WorkReasons(rawValue: 1 << 21)
+    /// A sidecar of the photo (Takeout JSON, XMP) appeared, changed or went: its
+    /// date and title are read again (the header and sidecars, no decode).
+    public static let sidecarsChanged = WorkReasons(rawValue: 1 << 22)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
@@ -91,6 +94,7 @@ public struct WorkReasons: OptionSet, Sendable {
         (.recordedThumbnailDamaged, "the state's thumbnail missing or damaged"),
         (.sourceUnreadable, "source cannot be read"), (.sourceEmpty, "source is empty (0 bytes)"),
         (.sourceReplaced, "source replaced (same size and time, another inode or change time)"),
+        (.sidecarsChanged, "sidecars edited"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -131,6 +135,8 @@ public struct ItemWork: Sendable {
     /// For a kept item whose source cannot be read: why (the `errno` of the
     /// attempt), so its failure can say so; 0 otherwise.
     var unreadable: Int32 = 0
+    /// Its photo's header and sidecars are read again (its metadata), nothing decoded.
+    public var readsMetadata = false
 
     /// Why, in a few words, for `--dry-run`.
     public var reason: String { reasons.text }

@@ -167,6 +167,15 @@ final class OrderedSink: Sendable {
         var dateGuesses: [DateGuess] = []
         var dateGuessCount = 0
         var zoneAssumedCount = 0
+
+        /// How an item was dated: a guess (the first 1,000 listed), or in the run's zone.
+        mutating func countDate(of item: FinishedItem) {
+            if item.zoneAssumed { zoneAssumedCount += 1 }
+            if let guess = item.dateGuess {
+                dateGuessCount += 1
+                if dateGuesses.count < 1000 { dateGuesses.append(guess) }
+            }
+        }
         /// Items made again for a missing or damaged recorded thumbnail, by the class the plan gave them.
         var remade: [ItemClass: Int] = [:]
     }
@@ -301,11 +310,7 @@ final class OrderedSink: Sendable {
                 if item.decoded { totals.decodedItems += 1 }
                 if let profile = item.profile { totals.profiles.add(profile) }
                 if let from = item.remadeFrom { totals.remade[from, default: 0] += 1 }
-                if item.zoneAssumed { totals.zoneAssumedCount += 1 }
-                if let guess = item.dateGuess {
-                    totals.dateGuessCount += 1
-                    if totals.dateGuesses.count < 1000 { totals.dateGuesses.append(guess) }
-                }
+                totals.countDate(of: item)
             }
         }
         for item in items {

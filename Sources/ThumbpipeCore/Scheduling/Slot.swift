@@ -110,7 +110,7 @@ struct Slot {
         }
         var job = ledger.job(source: path)
         // Its sidecars' bytes, for the worker to read its date from (a fact, gathered here).
-        if job.makeThumbnail || job.makeStore { job.sidecars = Sidecars.read(for: path) }
+        if ledger.needsWorker { (job.sidecars, job.sidecarStamp) = Sidecars.read(for: path) }
         let ticket = ledger.needsWorker ? try supervisor.submit(job, slot: slot) : nil
         return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
     }
@@ -164,6 +164,8 @@ struct Slot {
             keepStore: keepStore)
         finished.storeBytesWritten = storeBytes
         finished.zoneAssumed = dated.zone == .assumed && finished.failure == nil
+        // The sidecars as the job read them: a later edit is a metadata change.
+        if outcome.header != nil, let stamp = job.sidecarStamp { finished.record?.sidecarStamp = stamp }
         return finished
     }
 

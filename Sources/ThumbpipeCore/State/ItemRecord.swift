@@ -46,6 +46,9 @@ public struct ItemRecord: Sendable, Equatable {
     /// last read; nil without one (or before schema 5). An item named after its
     /// file (folder mode) is archived by it.
     public var title: String? = nil
+    /// The photo's sidecars when they were last read (``Sidecars/stamp(for:)``):
+    /// another is a metadata edit; nil when not known (before schema 5).
+    public var sidecarStamp: String? = nil
 
     /// A time no run records, read back from a damaged or crafted state: a date or
     /// a missing-since past ``ArchivedItem/dateLimit`` (what an archive's reader

@@ -12,7 +12,7 @@ public final class RunState: @unchecked Sendable {
     /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`), and
     /// the item's name and a hash of its fields (`item_name`, `fields_hash`); 4
     /// the source's identity (`source_inode`, `source_changed`); 5 the photo's
-    /// own title (`title`).
+    /// own title and its sidecars' stamp (`title`, `sidecars`).
     /// An older state is upgraded in place when opened for writing, and read as it
     /// is when opened read-only (a dry run).
     public static let schemaVersion: Int64 = 5
@@ -63,7 +63,8 @@ public final class RunState: @unchecked Sendable {
                     fields_hash INTEGER NOT NULL DEFAULT 0,
                     source_inode INTEGER NOT NULL DEFAULT 0,
                     source_changed INTEGER NOT NULL DEFAULT 0,
-                    title TEXT
+                    title TEXT,
+                    sidecars TEXT
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -115,7 +116,7 @@ public final class RunState: @unchecked Sendable {
         }
         if version < 5 {
             // Unknown (NULL) until an item is read again: it keeps the name it had till then.
-            steps.append("ALTER TABLE items ADD COLUMN title TEXT;")
+            steps.append("ALTER TABLE items ADD COLUMN title TEXT; ALTER TABLE items ADD COLUMN sidecars TEXT;")
         }
         steps.append("PRAGMA user_version = \(schemaVersion); COMMIT;")
         return steps.joined(separator: "\n")
@@ -150,7 +151,7 @@ public final class RunState: @unchecked Sendable {
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
                        \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0"),
                        \(rowSchema >= 4 ? "source_inode, source_changed" : "0, 0"),
-                       \(rowSchema >= 5 ? "title" : "NULL")
+                       \(rowSchema >= 5 ? "title, sidecars" : "NULL, NULL")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -165,6 +166,7 @@ public final class RunState: @unchecked Sendable {
                 record.sourceInode = UInt64(bitPattern: row.integer(18))
                 record.sourceChanged = row.integer(19)
                 record.title = row.text(20)
+                record.sidecarStamp = row.text(21)
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -259,8 +261,8 @@ public final class RunState: @unchecked Sendable {
                     item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                     store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                     thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash,
-                    source_inode, source_changed, title
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    source_inode, source_changed, title, sidecars
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -272,7 +274,7 @@ public final class RunState: @unchecked Sendable {
                     record.failure.map { .text($0.stage.rawValue) } ?? .null, .text(record.failureFingerprint),
                     .text(record.itemName), .integer(Int64(bitPattern: record.fieldsHash)),
                     .integer(Int64(bitPattern: record.sourceInode)), .integer(record.sourceChanged),
-                    record.title.map { .text($0) } ?? .null,
+                    record.title.map { .text($0) } ?? .null, record.sidecarStamp.map { .text($0) } ?? .null,
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
