@@ -226,8 +226,8 @@ struct RunTests {
                 #expect(image.width == 80 && image.height == 80 && image.bands == 4)
             }
         }
-        // The 1000D photo's EXIF DateTimeOriginal becomes its date.
-        #expect(decoded[0].dateCreated == ISO8601.parse("2008-07-01T17:27:03Z"))
+        // The 1000D photo's EXIF DateTimeOriginal, with its SubSecTimeOriginal (02), becomes its date.
+        #expect(decoded[0].dateCreated == ISO8601.parse("2008-07-01T17:27:03.02Z"))
         // No photo: the manifest's date.
         #expect(decoded[3].dateCreated == Date(timeIntervalSince1970: 1_000_000_000))
     }

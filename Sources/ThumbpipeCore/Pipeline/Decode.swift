@@ -208,12 +208,14 @@ public struct Decode: Sendable {
             // be applied a second time).
             var converted = false
             let float = image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
-            if float && image.has(VIPS_META_ICC_NAME) && (image.bands == 3 || image.bands == 4)
-                && Self.deviceRGB.contains(image.interpretation)
+            if float && (image.bands == 3 || image.bands == 4) && Self.deviceRGB.contains(image.interpretation)
+                && image.withProfile(ICCProfile.init)?.isLinearMatrixShaper == true
             {
-                // Float RGB with a profile (a linear one, from HDR merges and
-                // scientific tools): the profile says what the values are; lcms
-                // reads them through it as 16-bit device values, below.
+                // Float RGB with a linear profile (HDR merges, scientific tools): the
+                // profile says which primaries the linear values have; lcms reads
+                // them through it as 16-bit device values, below. (Floats are linear
+                // light: a gamma-encoded profile on them, such as the sRGB one
+                // libvips tags scRGB with, is not believed, as vips_thumbnail does.)
                 image = try image.derive("float_to_rgb16") { CVipsShim_float_to_rgb16($0, $1) }
             } else if Self.colorimetric.contains(image.interpretation) || float {
                 // Colorimetric encodings (scRGB, XYZ, LAB…) and floats without a

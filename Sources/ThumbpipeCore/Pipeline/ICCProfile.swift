@@ -161,6 +161,13 @@ struct ICCProfile {
     /// connection space, colorants and curves, no lookup tables, which lcms
     /// prefers when present): the curves and the 3 × 3 matrix from linear RGB
     /// to D50 XYZ (row-major). Nil for any other profile.
+    /// Whether it is a matrix/TRC profile whose tone curves are the identity (a
+    /// linear-light profile, as float images from HDR merges carry).
+    var isLinearMatrixShaper: Bool {
+        guard let curves = matrixShaper?.curves else { return false }
+        return curves.allSatisfy { curve in [0.1, 0.25, 0.5, 0.75, 0.9].allSatisfy { abs(curve($0) - $0) < 0.005 } }
+    }
+
     var matrixShaper: (curves: [ToneCurve], toXYZ: [Double])? {
         guard u32(16) == 0x5247_4220, u32(20) == 0x5859_5A20 else { return nil }  // 'RGB ', 'XYZ '
         for lookup: StaticString in ["A2B0", "A2B1", "A2B2", "D2B0", "D2B1", "D2B2"] {
