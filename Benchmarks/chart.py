@@ -29,6 +29,8 @@ PEERS = {
     "vips-cli": "vipsthumbnail + vips copy",
     "magick": "ImageMagick convert",
     "baseline": "another thumbpipe build",
+    "hevc-floor": "HEVC decode floor (FFmpeg's libavcodec, tiles → planes)",
+    "hevc-floor-de265": "HEVC decode floor with libde265 (libheif's decoder)",
 }
 SETS = {"jpeg": "JPEG photos (8–24 Mpx, 4:2:0; a fifth Display P3 / Adobe RGB)", "png": "PNG", "heic": "HEIC"}
 
