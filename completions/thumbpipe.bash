@@ -56,7 +56,7 @@ _thumbpipe() {
             opts="-o --output -r --recursive --ext --pipeline -j --jobs --width --height --scale --corner-radius --quality --max-pixels --fail-on --formats --timeout --set --no-html --log --trace --trace-sample --metrics --collection --force --dry-run --json --max-removed --verify-content --exit-on-failure --prune-missing --prefer-exif-date --time-zone --rebuild-state --sandbox --shard --run-id -q --quiet -h --help"
             # END generated run options
             ;;
-        scan) opts="-o --output -r --recursive --ext --force --update -q --quiet -h --help" ;;
+        scan) opts="-o --output -r --recursive --ext --force --update --no-metadata -j --jobs -q --quiet -h --help" ;;
         inspect) opts="--json -q --quiet -h --help" ;;
         extract) opts="-q --quiet -h --help" ;;
         contact-sheet) opts="-o --output --columns --per-sheet -q --quiet -h --help" ;;

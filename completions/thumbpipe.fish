@@ -78,6 +78,8 @@ complete -c thumbpipe -n $scan -s r -l recursive -d 'look in sub-folders too'
 complete -c thumbpipe -n $scan -l ext -x -d 'only these extensions'
 complete -c thumbpipe -n $scan -l force -d 'overwrite an existing manifest'
 complete -c thumbpipe -n $scan -l update -r -F -d 'add new photos to an existing manifest'
+complete -c thumbpipe -n $scan -l no-metadata -d 'read no photo: name items by their file names'
+complete -c thumbpipe -n $scan -s j -l jobs -x -d 'workers reading titles and descriptions'
 
 # inspect, extract, report
 complete -c thumbpipe -n "__fish_seen_subcommand_from inspect extract report" -F

@@ -7,12 +7,15 @@ enum ScanCommand {
         USAGE: thumbpipe scan DIR... [-o FILE | --update FILE] [--recursive] [--ext LIST]
 
         Writes a manifest (JSONL) of the images in the folders, sorted by path: one
-        item per image, named by its file name without the extension, its image
-        path relative to the manifest's folder (to the current folder on standard
-        output), and an itemKey derived from its path inside the scanned folder, so
-        a re-scan, a manifest saved elsewhere and 'thumbpipe run DIR' keep the same
-        keys. Files whose content is not an image are skipped (counted on stderr),
-        whatever their names; hidden files and folders are skipped.
+        item per image, named by its photo's title (XMP, IPTC, a sidecar) or else
+        its file name without the extension, with its description when it has one,
+        its image path relative to the manifest's folder (to the current folder on
+        standard output), and an itemKey derived from its path inside the scanned
+        folder, so a re-scan, a manifest saved elsewhere and 'thumbpipe run DIR'
+        keep the same keys. Titles and descriptions are read by confined workers,
+        as a run reads them (no pixel decoded). Files whose content is not an
+        image are skipped (counted on stderr), whatever their names; hidden files
+        and folders are skipped.
 
         OPTIONS:
           -o, --output FILE   write the manifest there (default: standard output)
@@ -22,6 +25,8 @@ enum ScanCommand {
                               at its end, keep every line of it as it is, and list
                               the photos it names that are gone
           --ext LIST          only files with these extensions, e.g. jpg,jpeg,heic
+          --no-metadata       read no photo: name items by their file names only
+          -j, --jobs N        workers reading titles and descriptions (default: cores)
           -q, --quiet         no count of skipped files
           -h, --help          this help
         """
@@ -33,18 +38,35 @@ enum ScanCommand {
         let recursive = args.flag("-r", "--recursive")
         let force = args.flag("--force")
         let extensions = try args.option("--ext").map { Set($0.split(separator: ",").map(String.init)) }
+        let readsMetadata = !args.flag("--no-metadata")
+        let jobs =
+            try args.option("-j", "--jobs").map { text -> Int in
+                guard let n = Int(text), (1...256).contains(n) else {
+                    throw ThumbpipeError(.usage, "--jobs takes a number from 1 to 256, not '\(text)'")
+                }
+                return n
+            } ?? ProcessInfo.processInfo.activeProcessorCount
         let folders = try args.finish(command: "scan")
         guard !folders.isEmpty else {
             throw ThumbpipeError(.usage, "scan needs at least one DIR (see 'thumbpipe scan --help')")
         }
         let result = try FolderScan.scan(folders, recursive: recursive, extensions: extensions)
+        // The photos' titles and descriptions, read by workers (nil with --no-metadata).
+        let metadata = { (entries: [FolderScan.Entry]) throws -> [ScanMetadata.Read]? in
+            guard readsMetadata else { return nil }
+            let (reads, warnings) = try ScanMetadata.read(entries.map(\.path), jobs: jobs)
+            for warning in warnings.prefix(20) { terminal.warning(warning) }
+            return reads
+        }
         if let update {
             guard output == nil else { throw ThumbpipeError(.usage, "--update FILE and -o FILE: give one") }
-            try Self.update(update, with: result, terminal: terminal)
+            try Self.update(update, with: result, metadata: metadata, terminal: terminal)
         } else if let output {
-            try writeManifest(result, to: output, force: force)
+            try writeManifest(result, to: output, force: force, metadata: metadata)
         } else {
-            try writeOut(FolderScan.jsonLines(result.entries, relativeTo: FileSystem.currentFolder))
+            try writeOut(
+                FolderScan.jsonLines(
+                    result.entries, relativeTo: FileSystem.currentFolder, metadata: try metadata(result.entries)))
         }
         tell(result, recursive: recursive, terminal: terminal)
         terminal.summary(
@@ -55,7 +77,10 @@ enum ScanCommand {
 
     /// `scan -o FILE`: the manifest written to FILE (never over an existing one
     /// unless forced, never over a photo the scan found), with its `.seen` list.
-    static func writeManifest(_ result: FolderScan.Result, to output: String, force: Bool) throws {
+    static func writeManifest(
+        _ result: FolderScan.Result, to output: String, force: Bool,
+        metadata: ([FolderScan.Entry]) throws -> [ScanMetadata.Read]?
+    ) throws {
         let base = URL(fileURLWithPath: output).deletingLastPathComponent().path
         do {
             try FileSystem.createFolder(base, intermediate: true)
@@ -73,7 +98,8 @@ enum ScanCommand {
                 "\(output) exists (a manifest's names and values may have been edited there); --force overwrites it"
             )
         }
-        let text = FolderScan.jsonLines(result.entries, relativeTo: base.isEmpty ? "." : base)
+        let text = FolderScan.jsonLines(
+            result.entries, relativeTo: base.isEmpty ? "." : base, metadata: try metadata(result.entries))
         try target.write(Data(text.utf8))
         if target.kind == .file {
             try FolderScan.Seen.write(
@@ -116,7 +142,10 @@ enum ScanCommand {
     /// `scan --update FILE`: the photos FILE does not name yet appended as new lines;
     /// its own lines kept byte for byte, in their order; the photos it names that
     /// are gone listed (their lines stay: whether they go is the user's call).
-    static func update(_ path: String, with result: FolderScan.Result, terminal: Terminal) throws {
+    static func update(
+        _ path: String, with result: FolderScan.Result, metadata: ([FolderScan.Entry]) throws -> [ScanMetadata.Read]?,
+        terminal: Terminal
+    ) throws {
         guard path.hasSuffix(".jsonl") || path.hasSuffix(".ndjson") else {
             throw ThumbpipeError(.usage, "--update takes a JSONL manifest (.jsonl), not \(path)")
         }
@@ -137,7 +166,9 @@ enum ScanCommand {
         if !added.isEmpty {
             if let last = text.last, last != UInt8(ascii: "\n") { text.append(UInt8(ascii: "\n")) }
             let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            text.append(Data(FolderScan.jsonLines(added, relativeTo: base.isEmpty ? "." : base).utf8))
+            let lines = FolderScan.jsonLines(
+                added, relativeTo: base.isEmpty ? "." : base, metadata: try metadata(added))
+            text.append(Data(lines.utf8))
             // Written as every -o FILE is: atomically, a symlink followed to the file it names.
             try OutputTarget.resolve(path, for: "--update", protecting: ProtectedPaths()).write(text)
         }

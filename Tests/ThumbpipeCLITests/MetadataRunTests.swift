@@ -101,3 +101,37 @@ extension MetadataRunTests {
         #expect(try Self.archive("out/items.archive", in: folder)["IMG_1"] != "2020-01-02T12:00:00Z")
     }
 }
+
+extension MetadataRunTests {
+    @Test("scan names items by their titles and writes their descriptions, read by workers; --no-metadata reads none")
+    func scanWritesMetadata() throws {
+        let folder = TestPaths.temporaryFolder("scan-metadata")
+        try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
+        for name in ["ExifTool", "MWG", "Google"] {
+            try FileManager.default.copyItem(
+                atPath: TestPaths.fixture("metadata/exiftool-\(name).jpg"), toPath: folder + "/photos/\(name).jpg")
+        }
+        // A photo whose header cannot be read keeps its file's name; the others are still read.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("bad/corrupt-header_corrupt-header.jpg"), toPath: folder + "/photos/bad.jpg")
+        let scan = try runThumbpipe(["scan", "photos", "-o", "items.jsonl", "--jobs", "2"], in: folder)
+        #expect(scan.status == 0, "\(scan.stderr)")
+        let lines = try String(contentsOfFile: folder + "/items.jsonl", encoding: .utf8).split(separator: "\n")
+        let items = try lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let byImage = Dictionary(uniqueKeysWithValues: items.map { ($0["image"] as? String ?? "", $0) })
+        #expect(byImage["photos/ExifTool.jpg"]?["itemName"] as? String == "Test IPTC picture")
+        #expect(byImage["photos/ExifTool.jpg"]?["description"] as? String == "A witty caption")
+        #expect(byImage["photos/MWG.jpg"]?["itemName"] as? String == "MWG")
+        #expect(byImage["photos/MWG.jpg"]?["description"] as? String == "RIGHT-EXIF-Description")
+        #expect(byImage["photos/Google.jpg"]?["description"] == nil)
+        #expect(byImage["photos/bad.jpg"]?["itemName"] as? String == "bad")
+        // The manifest runs without a warning about its description field, with the scan's names.
+        let run = try runThumbpipe(["run", "items.jsonl", "-o", "out"], in: folder)
+        #expect(!run.stderr.contains("unknown field"), "\(run.stderr)")
+        #expect(try Self.archive("out/items.archive", in: folder)["Test IPTC picture"] != nil)
+        let plain = try runThumbpipe(["scan", "photos", "--no-metadata"], in: folder)
+        #expect(plain.stdout.contains(#""itemName": "ExifTool""#) && !plain.stdout.contains("description"))
+    }
+}

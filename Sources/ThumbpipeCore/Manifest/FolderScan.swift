@@ -172,15 +172,21 @@ public enum FolderScan {
         return groups.sorted { $0[0].relativePath < $1[0].relativePath }
     }
 
-    /// The manifest lines (JSONL) of `entries`, with `image` relative to `base`.
-    public static func jsonLines(_ entries: [Entry], relativeTo base: String) -> String {
+    /// The manifest lines (JSONL) of `entries`, with `image` relative to `base`:
+    /// each named by its photo's title when `metadata` (one per entry) has one,
+    /// else by its file name, with its description when it has one.
+    public static func jsonLines(
+        _ entries: [Entry], relativeTo base: String, metadata: [ScanMetadata.Read]? = nil
+    ) -> String {
         let folder = absolute(base)
         var text = ""
-        for entry in entries {
+        for (index, entry) in entries.enumerated() {
             let album = Self.folder(of: entry.relativePath)
+            let read = metadata.flatMap { index < $0.count ? $0[index] : nil }
             text +=
-                "{\"itemName\": \(JSONText.quote(entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\""
-                + (album.isEmpty ? "" : ", \"folder\": \(JSONText.quote(album))") + "}\n"
+                "{\"itemName\": \(JSONText.quote(read?.title ?? entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\""
+                + (album.isEmpty ? "" : ", \"folder\": \(JSONText.quote(album))")
+                + (read?.description.map { ", \"description\": \(JSONText.quote($0))" } ?? "") + "}\n"
         }
         return text
     }

@@ -8,6 +8,9 @@ struct ManifestFields {
         /// The folder (or album) `scan` found the photo in: kept in the manifest for
         /// its reader, not archived (BNRItem has no such field).
         case folder
+        /// The photo's description, as `scan` read it (MWG): kept for the manifest's
+        /// reader, not archived.
+        case description
 
         var text: String {
             switch self {
@@ -18,6 +21,7 @@ struct ManifestFields {
             case .itemKey: "itemKey"
             case .image: "image"
             case .folder: "folder"
+            case .description: "description"
             }
         }
 

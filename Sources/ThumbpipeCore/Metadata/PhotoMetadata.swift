@@ -82,9 +82,11 @@ public struct PhotoMetadata: Sendable, Codable, Equatable {
 
     /// A text trimmed, nil when blank, cut to ``maxText`` characters.
     private mutating func kept(_ text: String?, _ what: String) -> String? {
-        guard let text = text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+        // Control characters out (a title is a line of text), then blank is none.
         let clean = String(
-            text.unicodeScalars.filter { $0.value >= 0x20 || $0 == "\n" || $0 == "\t" }.map(Character.init))
+            (text ?? "").unicodeScalars.filter { $0.value >= 0x20 || $0 == "\n" || $0 == "\t" }.map(Character.init)
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !clean.isEmpty else { return nil }
         guard clean.count > Self.maxText else { return clean }
         warnings.append("the photo's \(what) has \(clean.count) characters: cut to \(Self.maxText)")
         return String(clean.prefix(Self.maxText))
