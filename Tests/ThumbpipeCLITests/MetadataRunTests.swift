@@ -114,6 +114,13 @@ extension MetadataRunTests {
         // A photo whose header cannot be read keeps its file's name; the others are still read.
         try FileManager.default.copyItem(
             atPath: TestPaths.fixture("bad/corrupt-header_corrupt-header.jpg"), toPath: folder + "/photos/bad.jpg")
+        // A Takeout photo: its sidecar's description and place (geoData) go into the manifest too.
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Nikon-D3100.jpg"), toPath: folder + "/photos/IMG_7.jpg")
+        _ = writeFile(
+            folder + "/photos", "IMG_7.jpg.supplemental-metadata.json",
+            #"{"title": "IMG_7.jpg", "description": "Hraunfossar", "photoTakenTime": {"timestamp": "1577880000"}, "geoData": {"latitude": 64.7028, "longitude": -20.9775, "altitude": 0.0}}"#
+        )
         let scan = try runThumbpipe(["scan", "photos", "-o", "items.jsonl", "--jobs", "2"], in: folder)
         #expect(scan.status == 0, "\(scan.stderr)")
         let lines = try String(contentsOfFile: folder + "/items.jsonl", encoding: .utf8).split(separator: "\n")
@@ -127,6 +134,10 @@ extension MetadataRunTests {
         #expect(byImage["photos/MWG.jpg"]?["description"] as? String == "RIGHT-EXIF-Description")
         #expect(byImage["photos/Google.jpg"]?["description"] == nil)
         #expect(byImage["photos/bad.jpg"]?["itemName"] as? String == "bad")
+        #expect(byImage["photos/IMG_7.jpg"]?["itemName"] as? String == "IMG_7")
+        #expect(byImage["photos/IMG_7.jpg"]?["description"] as? String == "Hraunfossar")
+        #expect(byImage["photos/IMG_7.jpg"]?["latitude"] as? Double == 64.7028)
+        #expect(byImage["photos/IMG_7.jpg"]?["longitude"] as? Double == -20.9775)
         // The manifest runs without a warning about its description field, with the scan's names.
         let run = try runThumbpipe(["run", "items.jsonl", "-o", "out"], in: folder)
         #expect(!run.stderr.contains("unknown field"), "\(run.stderr)")

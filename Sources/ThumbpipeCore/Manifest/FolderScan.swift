@@ -186,7 +186,8 @@ public enum FolderScan {
             text +=
                 "{\"itemName\": \(JSONText.quote(read?.title ?? entry.itemName)), \"image\": \(JSONText.quote(relativePath(from: folder, to: entry.path))), \"itemKey\": \"\(entry.itemKey)\""
                 + (album.isEmpty ? "" : ", \"folder\": \(JSONText.quote(album))")
-                + (read?.description.map { ", \"description\": \(JSONText.quote($0))" } ?? "") + "}\n"
+                + (read?.description.map { ", \"description\": \(JSONText.quote($0))" } ?? "")
+                + (read?.place.map { ", \"latitude\": \($0.latitude), \"longitude\": \($0.longitude)" } ?? "") + "}\n"
         }
         return text
     }

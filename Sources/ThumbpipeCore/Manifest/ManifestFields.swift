@@ -11,6 +11,9 @@ struct ManifestFields {
         /// The photo's description, as `scan` read it (MWG): kept for the manifest's
         /// reader, not archived.
         case description
+        /// Where the library places the photo (Takeout's `geoData`), as `scan`
+        /// read it: kept for the manifest's reader, not archived.
+        case latitude, longitude
 
         var text: String {
             switch self {
@@ -22,6 +25,8 @@ struct ManifestFields {
             case .image: "image"
             case .folder: "folder"
             case .description: "description"
+            case .latitude: "latitude"
+            case .longitude: "longitude"
             }
         }
 

@@ -11,6 +11,8 @@ public enum ScanMetadata {
     public struct Read: Sendable, Equatable {
         public var title: String?
         public var description: String?
+        /// Where the library places the photo (Takeout's `geoData`).
+        public var place: GeoPoint?
     }
 
     /// Reads `paths` with `jobs` workers (in a scratch folder of their own).
@@ -68,6 +70,9 @@ public enum ScanMetadata {
         let description =
             header.sidecars.takeoutDescription ?? header.sidecars.xmp?.description
             ?? header.embedded.description
-        return (Read(title: ItemLedger.title(of: header), description: description), nil)
+        return (
+            Read(title: ItemLedger.title(of: header), description: description, place: header.sidecars.takeoutPlace),
+            nil
+        )
     }
 }

@@ -127,6 +127,8 @@ public struct SidecarFacts: Sendable, Codable, Equatable {
     public var takeoutTitle: String?
     /// Takeout's `description` (the caption the user wrote in Google Photos).
     public var takeoutDescription: String?
+    /// Takeout's `geoData` (where Google Photos places the photo), when it names a place.
+    public var takeoutPlace: GeoPoint?
     /// An XMP sidecar's title, description and date taken.
     public var xmp: PhotoMetadata?
     public var warnings: [String] = []
@@ -160,6 +162,7 @@ public enum SidecarReader {
                 }
                 facts.takeoutTitle = text(root, "title").flatMap { isFileName($0, photoName: photoName) ? nil : $0 }
                 facts.takeoutDescription = text(root, "description")
+                facts.takeoutPlace = place(root)
             case .xmp:
                 let metadata = PhotoMetadata.reconcile(exif: EXIFFields(), xmp: data, iptc: nil)
                 facts.warnings += metadata.warnings.map { "sidecar \(sidecar.name): \($0)" }
@@ -194,6 +197,20 @@ public enum SidecarReader {
         return trimmed.isEmpty ? nil : String(trimmed.prefix(PhotoMetadata.maxText))
     }
 
+    /// `geoData`'s latitude and longitude; nil for Takeout's 0, 0 ("no place") or
+    /// values that are not on Earth.
+    static func place(_ root: [(key: String, value: JSONValue, line: Int)]) -> GeoPoint? {
+        guard case .object(let geo, _)? = root.first(where: { $0.key == "geoData" })?.value else { return nil }
+        func number(_ key: String) -> Double? {
+            guard case .number(let text)? = geo.first(where: { $0.key == key })?.value else { return nil }
+            return Double(text).flatMap { $0.isFinite ? $0 : nil }
+        }
+        guard let latitude = number("latitude"), let longitude = number("longitude"), abs(latitude) <= 90,
+            abs(longitude) <= 180, latitude != 0 || longitude != 0
+        else { return nil }
+        return GeoPoint(latitude: latitude, longitude: longitude)
+    }
+
     /// `photoTakenTime.timestamp` (seconds since 1970, as a string or a number).
     static func takeoutDate(_ root: [(key: String, value: JSONValue, line: Int)]) -> Date? {
         guard case .object(let taken, _)? = root.first(where: { $0.key == "photoTakenTime" })?.value,
@@ -210,4 +227,10 @@ public enum SidecarReader {
         }
         return Date(timeIntervalSince1970: seconds)
     }
+}
+
+/// A place on Earth, in degrees.
+public struct GeoPoint: Sendable, Codable, Equatable {
+    public var latitude: Double
+    public var longitude: Double
 }
