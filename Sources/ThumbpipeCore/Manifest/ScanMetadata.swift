@@ -23,12 +23,14 @@ public enum ScanMetadata {
         sandbox: SandboxMode = .auto
     ) throws -> (reads: [Read], warnings: [String]) {
         guard !paths.isEmpty else { return ([], []) }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "thumbpipe-scan-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
-        ).path
+        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let scratch = temporary + "/thumbpipe-scan-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
         let output = OutputFolder(scratch)
         try FileSystem.createFolder(output.layout.work, intermediate: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        defer {
+            OutputFolder.empty(scratch)
+            try? FileSystem.removeFolder(scratch)
+        }
         let supervisor = try Supervisor(
             executable: executable, settings: PipelineSettings(), output: output, sandbox: sandbox)
         defer {
