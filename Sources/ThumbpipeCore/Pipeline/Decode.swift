@@ -199,30 +199,35 @@ public struct Decode: Sendable {
         VIPS_INTERPRETATION_scRGB, VIPS_INTERPRETATION_sRGB, VIPS_INTERPRETATION_RGB16, VIPS_INTERPRETATION_MULTIBAND,
     ]
 
+    /// A float or colorimetric image made ready for the profile step: float RGB
+    /// with a linear profile (HDR merges, scientific tools) as 16-bit device values
+    /// for lcms to read through that profile (floats are linear light: a
+    /// gamma-encoded profile on them, such as the sRGB one libvips tags scRGB with,
+    /// is not believed, as vips_thumbnail does not); colorimetric encodings (scRGB,
+    /// XYZ, LAB…) and other floats to sRGB by libvips's own conversion, as
+    /// vips_thumbnail does. Any other image as it is.
+    /// - Returns: the image, and whether it is sRGB already by libvips's conversion
+    ///   (its embedded profile then no longer describes it: through it, the sRGB
+    ///   curve would be applied a second time).
+    static func fromFloatOrColorimetric(_ image: VImage) throws -> (image: VImage, converted: Bool) {
+        let float = image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
+        if float && (image.bands == 3 || image.bands == 4) && deviceRGB.contains(image.interpretation)
+            && image.withProfile(ICCProfile.init)?.isLinearMatrixShaper == true
+        {
+            return (try image.derive("float_to_rgb16") { CVipsShim_float_to_rgb16($0, $1) }, false)
+        }
+        if colorimetric.contains(image.interpretation) || float {
+            return (try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }, true)
+        }
+        return (image, false)
+    }
+
     /// Converts any decoded image to 8-bit sRGB with 3 bands, or 4 with alpha.
     func toSRGB(_ input: VImage, format: String) throws(ItemFailure) -> VImage {
         do {
-            var image = input
-            // Set once the pixels are sRGB by libvips's own conversion: an embedded
-            // profile no longer describes them (through it, the sRGB curve would
-            // be applied a second time).
-            var converted = false
-            let float = image.format == VIPS_FORMAT_FLOAT || image.format == VIPS_FORMAT_DOUBLE
-            if float && (image.bands == 3 || image.bands == 4) && Self.deviceRGB.contains(image.interpretation)
-                && image.withProfile(ICCProfile.init)?.isLinearMatrixShaper == true
-            {
-                // Float RGB with a linear profile (HDR merges, scientific tools): the
-                // profile says which primaries the linear values have; lcms reads
-                // them through it as 16-bit device values, below. (Floats are linear
-                // light: a gamma-encoded profile on them, such as the sRGB one
-                // libvips tags scRGB with, is not believed, as vips_thumbnail does.)
-                image = try image.derive("float_to_rgb16") { CVipsShim_float_to_rgb16($0, $1) }
-            } else if Self.colorimetric.contains(image.interpretation) || float {
-                // Colorimetric encodings (scRGB, XYZ, LAB…) and floats without a
-                // profile: libvips's own conversion, as vips_thumbnail does.
-                image = try image.derive("colourspace") { CVipsShim_colourspace_srgb($0, $1) }
-                converted = true
-            }
+            let ready = try Self.fromFloatOrColorimetric(input)
+            var image = ready.image
+            let converted = ready.converted
             let cmyk = image.interpretation == VIPS_INTERPRETATION_CMYK
             // Camera JPEGs often embed sRGB itself: converting sRGB to sRGB
             // costs a full-image pass through lcms for nothing.
