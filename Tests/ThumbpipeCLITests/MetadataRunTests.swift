@@ -146,3 +146,64 @@ extension MetadataRunTests {
         #expect(plain.stdout.contains(#""itemName": "ExifTool""#) && !plain.stdout.contains("description"))
     }
 }
+
+extension MetadataRunTests {
+    /// `jpeg` with `segments` (marker, payload) inserted after its SOI.
+    static func withSegments(_ jpeg: Data, _ segments: [(UInt8, Data)]) -> Data {
+        var out = Data(jpeg.prefix(2))
+        for (marker, payload) in segments {
+            let length = payload.count + 2
+            out += Data([0xFF, marker, UInt8(length >> 8), UInt8(length & 0xFF)]) + payload
+        }
+        return out + jpeg.dropFirst(2)
+    }
+
+    @Test(
+        "Hostile metadata inside photos, read by the confined workers: a warning each, the photos done, nothing written outside the output"
+    )
+    func hostileEmbeddedMetadata() throws {
+        let folder = TestPaths.temporaryFolder("hostile-metadata")
+        let photos = folder + "/photos"
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Nikon-D3100.jpg")))
+        let xmpHeader = Data("http://ns.adobe.com/xap/1.0/\u{0}".utf8)
+        let lol = (1...9).map { #"<!ENTITY lol\#($0) "&lol\#($0 - 1);&lol\#($0 - 1);&lol\#($0 - 1);">"# }.joined()
+        let laughs =
+            #"<?xml version="1.0"?><!DOCTYPE x [<!ENTITY lol0 "lol">\#(lol)]><x:xmpmeta><dc:title><rdf:Alt><rdf:li>&lol9;</rdf:li></rdf:Alt></dc:title></x:xmpmeta>"#
+        try Self.withSegments(jpeg, [(0xE1, xmpHeader + Data(laughs.utf8))])
+            .write(to: URL(fileURLWithPath: photos + "/laughs.jpg"))
+        // An IPTC block whose resource claims 4 GB and whose dataset runs past its end.
+        let iptc =
+            Data("Photoshop 3.0\u{0}8BIM".utf8) + Data([4, 4, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x1C, 2, 5, 0x7F, 0xFF])
+        try Self.withSegments(jpeg, [(0xED, iptc)]).write(to: URL(fileURLWithPath: photos + "/iptc.jpg"))
+        // A title of 60,000 characters, one entity after another.
+        let long = String(repeating: "&amp;", count: 12_000)
+        let title =
+            #"<x:xmpmeta><dc:title><rdf:Alt><rdf:li xml:lang="x-default">\#(long)</rdf:li></rdf:Alt></dc:title></x:xmpmeta>"#
+        try Self.withSegments(jpeg, [(0xE1, xmpHeader + Data(title.utf8))])
+            .write(to: URL(fileURLWithPath: photos + "/long.jpg"))
+        let before = try FileManager.default.subpathsOfDirectory(atPath: folder).filter { !$0.hasPrefix("out") }
+        let started = Date()
+        let run = try runThumbpipe(["run", "photos", "-o", "out", "--sandbox", "required"], in: folder)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Date().timeIntervalSince(started) < 60)
+        #expect(run.stderr.contains("XMP declares a DTD or entities, which XMP forbids: not read"), "\(run.stderr)")
+        #expect(run.stderr.contains("IPTC resource longer than its block"), "\(run.stderr)")
+        #expect(run.stderr.contains("cut to 2000"), "\(run.stderr)")
+        let names = try Self.archive("out/items.archive", in: folder)
+        #expect(names.keys.contains("laughs") && names.keys.contains("iptc"), "\(names.keys)")
+        #expect(names.keys.contains(String(repeating: "&", count: 2000)), "the long title, cut")
+        // Judged outside the workers: every photo has its store file, the scratch
+        // folders are empty, and nothing appeared outside the output folder.
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter {
+                !$0.hasPrefix(".") && $0 != "items.archive"
+            }.count == 3)
+        for worker in (try? FileManager.default.contentsOfDirectory(atPath: folder + "/out/.thumbpipe/work")) ?? [] {
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: folder + "/out/.thumbpipe/work/" + worker).isEmpty)
+        }
+        let after = try FileManager.default.subpathsOfDirectory(atPath: folder).filter { !$0.hasPrefix("out") }
+        #expect(Set(after) == Set(before), "\(Set(after).subtracting(before))")
+    }
+}
