@@ -22,25 +22,11 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
-static unsigned char *read_file(const char *path, unsigned long *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bytes = n > 0 ? malloc((size_t)n) : NULL;
-    if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
-        free(bytes);
-        bytes = NULL;
-    }
-    fclose(f);
-    *size = (unsigned long)n;
-    return bytes;
-}
+#include "../floor-common.h"
 
 // One file: decode to planes, encode the planes at Q50. Returns 0 or -1.
 static int transcode(tjhandle decoder, tjhandle encoder, const char *path, const char *out_folder, int durable) {
-    unsigned long size = 0;
+    size_t size = 0;
     unsigned char *jpeg = read_file(path, &size);
     if (!jpeg) return -1;
     int width, height, sampling, colourspace, status = -1;

@@ -23,21 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static unsigned char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bytes = n > 0 ? malloc((size_t)n) : NULL;
-    if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
-        free(bytes);
-        bytes = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return bytes;
-}
+#include "../floor-common.h"
 
 /// Decodes each picture with libavcodec: one packet a picture, one frame out.
 static int decode_avcodec(const unsigned char *data, size_t size) {
