@@ -207,3 +207,71 @@ extension MetadataRunTests {
         #expect(Set(after) == Set(before), "\(Set(after).subtracting(before))")
     }
 }
+
+extension MetadataRunTests {
+    @Test(
+        "A title written into the photo itself (as Lightroom saves it) is a metadata change: nothing decoded, outputs kept"
+    )
+    func titleWrittenIntoPhoto() throws {
+        let folder = TestPaths.temporaryFolder("title-in-photo")
+        try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
+        let photo = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Nikon-D3100.jpg")))
+        try photo.write(to: URL(fileURLWithPath: folder + "/photos/IMG_2500.jpg"))
+        try FileManager.default.copyItem(
+            atPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg"), toPath: folder + "/photos/IMG_2501.jpg")
+        let first = try runThumbpipe(["run", "photos", "-o", "out", "-q"], in: folder)
+        #expect(first.status == 0, "\(first.stderr)")
+        // Each store file's time: a kept one keeps it.
+        func storeTimes() throws -> [String: Date] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter {
+                !$0.hasPrefix(".") && $0 != "items.archive"
+            }
+            return try Dictionary(
+                uniqueKeysWithValues: names.map {
+                    (
+                        $0,
+                        try FileManager.default.attributesOfItem(atPath: folder + "/out/" + $0)[.modificationDate]
+                            as! Date
+                    )
+                })
+        }
+        let storeBefore = try storeTimes()
+        #expect(storeBefore.count == 2)
+        // The title saved into the file: its bytes and size change, its image data does not.
+        let xmp = Data(
+            "http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x='adobe:ns:meta/'><rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'><rdf:Description xmlns:dc='http://purl.org/dc/elements/1.1/'><dc:title><rdf:Alt><rdf:li xml:lang='x-default'>Kirkjufell — Sunset</rdf:li></rdf:Alt></dc:title></rdf:Description></rdf:RDF></x:xmpmeta>"
+                .utf8)
+        try Self.withSegments(photo, [(0xE1, xmp)]).write(to: URL(fileURLWithPath: folder + "/photos/IMG_2500.jpg"))
+        let plan = try runThumbpipe(["run", "photos", "-o", "out", "--dry-run"], in: folder)
+        #expect(plan.stdout.contains("source changed (its image data compared first)"), "\(plan.stdout)")
+        let edited = try runThumbpipe(["run", "photos", "-o", "out", "--log", "night.jsonl"], in: folder)
+        #expect(edited.status == 0, "\(edited.stderr)")
+        #expect(edited.stderr.contains("2 done"), "\(edited.stderr)")
+        let log = try String(contentsOfFile: folder + "/night.jsonl", encoding: .utf8)
+        #expect(
+            log.contains(#""action":"metadata""#) && log.contains("photo's metadata edited, image the same"), "\(log)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: folder + "/out/.thumbpipe/report.json"))) as? [String: Any])
+        #expect((report["incremental"] as? [String: Any])?["decoded"] as? Int == 0, "nothing decoded")
+        #expect(try Self.archive("out/items.archive", in: folder).keys.sorted() == ["IMG_2501", "Kirkjufell — Sunset"])
+        #expect(try storeTimes() == storeBefore, "store files kept")
+        // A fresh run agrees, byte for byte; the night after is quiet.
+        let fresh = try runThumbpipe(["run", "photos", "-o", "fresh", "-q"], in: folder)
+        #expect(fresh.status == 0)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/out/items.archive"))
+                == Data(contentsOf: URL(fileURLWithPath: folder + "/fresh/items.archive")))
+        let quiet = try runThumbpipe(["run", "photos", "-o", "out"], in: folder)
+        #expect(quiet.stderr.contains("0 new, 0 changed, 2 unchanged, 0 removed; 0 decoded"), "\(quiet.stderr)")
+        // Its pixels edited (another photo under the same name and title): redone, decoded.
+        let other = try Data(contentsOf: URL(fileURLWithPath: TestPaths.fixture("photos/Canon-EOS-1000D.jpg")))
+        try Self.withSegments(other, [(0xE1, xmp)]).write(to: URL(fileURLWithPath: folder + "/photos/IMG_2500.jpg"))
+        let redone = try runThumbpipe(["run", "photos", "-o", "out", "--log", "redone.jsonl"], in: folder)
+        #expect(redone.status == 0, "\(redone.stderr)")
+        let redoneLog = try String(contentsOfFile: folder + "/redone.jsonl", encoding: .utf8)
+        #expect(redoneLog.contains(#""action":"changed""#), "\(redoneLog)")
+        let remade = try storeTimes().filter { storeBefore[$0.key] != $0.value }
+        #expect(remade.count == 1, "its store file made again")
+    }
+}

@@ -220,6 +220,29 @@ struct NightlyTableTests {
                 $0.failureFingerprint = "F0"
             }, itemClass: .changed, reason: "limits changed since it failed", thumbnail: true, store: true),
         Row(
+            name:
+                "changed (source), its image data compared first: a photo rewritten whose record knows its image hash",
+            previous: { $0.imageHash = "jpeg:1" }, facts: { $0.source = FileStamp(size: 120, modified: 1_500) },
+            itemClass: .changed, reason: "source changed (its image data compared first)", thumbnail: true,
+            store: true),
+        Row(
+            name: "changed (source), no comparison: the store file carries the photo's metadata (store.keepMetadata)",
+            previous: { $0.imageHash = "jpeg:1" }, facts: { $0.source = FileStamp(size: 120, modified: 1_500) },
+            rules: { $0.storeKeepsMetadata = true }, itemClass: .changed, reason: "source changed", thumbnail: true,
+            store: true),
+        Row(
+            name: "changed (source), no comparison: its store file is missing as well",
+            previous: { $0.imageHash = "jpeg:1" },
+            facts: {
+                $0.source = FileStamp(size: 120, modified: 1_500)
+                $0.store = nil
+            }, itemClass: .changed, reason: "source changed", thumbnail: true, store: true),
+        Row(
+            name: "changed (source), no comparison: the thumbnail's settings moved as well",
+            previous: { $0.imageHash = "jpeg:1" }, facts: { $0.source = FileStamp(size: 120, modified: 1_500) },
+            rules: { $0.fingerprints.thumbnail = "T2-C1" }, itemClass: .changed, reason: "source changed",
+            thumbnail: true, store: true),
+        Row(
             name: "a known failure whose source changed: retried", previous: { $0.failure = ItemFailure(.decode, "x") },
             facts: { $0.source = FileStamp(size: 200, modified: 3_000) }, itemClass: .changed,
             reason: "source changed", thumbnail: true, store: true),

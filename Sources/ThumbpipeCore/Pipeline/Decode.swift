@@ -16,6 +16,9 @@ public struct SourceHeader: Sendable, Codable {
     public var embedded = PhotoMetadata()
     /// What its sidecars say (a Google Takeout JSON, an XMP sidecar): ``SidecarReader``.
     public var sidecars = SidecarFacts()
+    /// The hash of its image data without its metadata (``ImageDataHash``), when
+    /// the worker was asked for it and the format has one.
+    public var imageHash: String?
     /// Whether the source has an alpha channel (or palette transparency).
     public var hasAlpha: Bool
     /// How the loader can shrink at load time.
@@ -31,7 +34,7 @@ public struct SourceHeader: Sendable, Codable {
     var loaded: LoadedImage?
 
     enum CodingKeys: String, CodingKey {
-        case width, height, orientation, format, embedded, sidecars, hasAlpha, shrink, jpegColour
+        case width, height, orientation, format, embedded, sidecars, imageHash, hasAlpha, shrink, jpegColour
     }
 
     /// Width and height as the image displays (orientations 5–8 swap them).

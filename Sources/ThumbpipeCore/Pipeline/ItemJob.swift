@@ -20,6 +20,11 @@ public struct ItemJob: Sendable, Codable {
     public var sidecars: [Sidecars.Bytes] = []
     /// Their stamp as the parent read them, for the item's record (the worker ignores it).
     public var sidecarStamp: String?
+    /// The image-data hash the photo had when its outputs were made
+    /// (``ImageDataHash``), sent when the photo changed but nothing else did: a
+    /// worker that finds the same hash makes nothing and says so
+    /// (``ItemOutcome/imageUnchanged``), the photo's metadata read as for a sidecar edit.
+    public var recordedImageHash: String?
 
     /// Creates a job.
     public init(index: Int, itemKey: String, source: String, makeThumbnail: Bool, makeStore: Bool, hashSource: Bool) {
@@ -63,6 +68,9 @@ public struct ItemOutcome: Sendable, Codable {
     public var bytesRead: Int64 = 0
     /// Whether the source's pixels were decoded.
     public var decoded = false
+    /// The worker's claim: the photo's image data is the one its outputs were made
+    /// from (``ItemJob/recordedImageHash``), so it made nothing: only its metadata changed.
+    public var imageUnchanged = false
     /// The source's content hash (the parent's), when asked for.
     public var sourceHash: String?
     /// The source's size and modification time when the parent opened it: what
@@ -146,9 +154,14 @@ public struct ItemJobRunner: Sendable {
             reported.sidecars = SidecarReader.read(
                 job.sidecars, photoName: URL(fileURLWithPath: job.source).lastPathComponent)
             metadataWarnings = header.embedded.warnings + reported.sidecars.warnings
+            if job.hashSource && header.format == ImageFormat.jpeg.displayName {
+                reported.imageHash = source.withUnsafeBytes { ImageDataHash.jpeg($0, orientation: header.orientation) }
+            }
             outcome.header = reported
-            // A job that makes nothing reads the photo's metadata (its sidecars changed).
-            if job.makeThumbnail || job.makeStore {
+            outcome.imageUnchanged = job.recordedImageHash != nil && reported.imageHash == job.recordedImageHash
+            // A job that makes nothing reads the photo's metadata (its sidecars or its
+            // metadata alone changed).
+            if (job.makeThumbnail || job.makeStore) && !outcome.imageUnchanged {
                 try make(job, source: source, header: header, storeFile: storeFile, outcome: &outcome, spans: &spans)
             }
         } catch let failure as ItemFailure {

@@ -122,7 +122,8 @@ public struct IncrementalPlan: Sendable {
             fingerprints: ItemLedger.Fingerprints(
                 thumbnail: thumbnailFingerprint(settings), store: storeFingerprint(settings),
                 failure: failureFingerprint(settings)),
-            force: force, verifyContent: verifyContent, pruneMissing: pruneMissing)
+            force: force, verifyContent: verifyContent, pruneMissing: pruneMissing,
+            storeKeepsMetadata: settings.store.keepMetadata)
         let joined = try Joined(manifest: manifest, state: state)
         var planner = Planner(
             manifest: manifest, state: state, rules: rules, storePath: output.layout.store(key:),

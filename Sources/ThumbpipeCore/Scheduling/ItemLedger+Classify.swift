@@ -13,6 +13,9 @@ extension ItemLedger {
         var verifyContent = false
         /// `--prune-missing`: a missing source's outputs go.
         var pruneMissing = false
+        /// `store.keepMetadata`: the store file carries the photo's metadata, so a
+        /// photo whose metadata alone changed is redone all the same.
+        var storeKeepsMetadata = false
     }
 
     /// Whether an item whose source is gone keeps what its last run made (an
@@ -91,6 +94,14 @@ extension ItemLedger {
             Fingerprint.change(from: previous.storeFingerprint, to: rules.fingerprints.store) == nil
         else { return false }
         return !sourceVerdict(path: path, previous: previous, facts: facts, rules: rules).changed
+            || mayKeepImage(previous: previous, rules: rules)
+    }
+
+    /// Whether a changed photo may be the same image under new metadata (a title
+    /// written into it): its record knows its image-data hash, and its store file
+    /// does not carry the metadata. Its job then compares the hashes first.
+    static func mayKeepImage(previous: ItemRecord, rules: Rules) -> Bool {
+        previous.imageHash != nil && previous.failure == nil && !rules.storeKeepsMetadata
     }
 
     /// Among gone items of the photo's size, the one whose photo it is: the same
@@ -136,9 +147,16 @@ extension ItemLedger {
         if source.changed {
             let replaced =
                 identityChanged(path: path, previous: previous, stamp: facts.source) && !rules.verifyContent
-            return ItemWork(
+            var work = ItemWork(
                 itemClass: .changed, needsThumbnail: true, needsStore: true,
                 reasons: replaced ? .sourceReplaced : .sourceChanged)
+            // Nothing but the photo changed (settings, code, store file all as recorded):
+            // its job may find that only its metadata did.
+            if mayKeepImage(previous: previous, rules: rules) {
+                let other = redone(previous: previous, facts: facts, rules: rules)
+                work.mayKeepImage = !other.thumbnail && !other.store
+            }
+            return work
         }
         var (needsThumbnail, needsStore, reasons) = redone(previous: previous, facts: facts, rules: rules)
         // A source back after missing: nothing to redo, but its record forgets since when.

@@ -251,6 +251,7 @@ extension ItemLedger {
             fieldsHash: ItemRecord.fieldsHash(item), sourceInode: source?.inode ?? 0,
             sourceChanged: source?.changed ?? 0)
         record.title = title(read: outcome)
+        record.imageHash = outcome?.header?.imageHash ?? (work?.sourceUnchanged == true ? previous?.imageHash : nil)
         return record
     }
 }

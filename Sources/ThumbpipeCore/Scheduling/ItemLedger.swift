@@ -171,9 +171,28 @@ struct ItemLedger: Sendable {
     /// The job for the item's worker (which is asked for nothing when the item only
     /// carries its store file and reuses its thumbnail).
     func job(source: String) -> ItemJob {
-        ItemJob(
+        var job = ItemJob(
             index: index, itemKey: item.itemKey, source: source, makeThumbnail: thumbnail == .make,
             makeStore: store == .make, hashSource: work?.sourceUnchanged != true)
+        if work?.mayKeepImage == true { job.recordedImageHash = previous?.imageHash }
+        return job
+    }
+
+    /// The ledger of a changed item whose job found its image data as recorded
+    /// (``ItemOutcome/imageUnchanged``): a metadata change, its thumbnail reused
+    /// and its store file kept. Nil unless the plan allowed it.
+    func keepingImage() -> ItemLedger? {
+        guard var kept = work, kept.mayKeepImage, previous != nil else { return nil }
+        kept.itemClass = .metadata
+        kept.needsThumbnail = false
+        kept.needsStore = false
+        kept.reasons = .photoMetadataChanged
+        var ledger = ItemLedger(
+            item: item, index: index, work: kept, previous: previous, fingerprints: fingerprints,
+            manifestDate: manifestDate, recordsState: recordsState, movedFrom: movedFrom)
+        ledger.preferEXIFDate = preferEXIFDate
+        ledger.timeZone = timeZone
+        return ledger
     }
 
     /// The item's thumbnail once its job is done: the job's, else the reused one;

@@ -81,6 +81,9 @@ public struct WorkReasons: OptionSet, Sendable {
     /// A sidecar of the photo (Takeout JSON, XMP) appeared, changed or went: its
     /// date and title are read again (the header and sidecars, no decode).
     public static let sidecarsChanged = WorkReasons(rawValue: 1 << 22)
+    /// The photo changed, but only in its metadata (a title or date written into
+    /// it): its image data hashes as recorded, so its outputs are kept, its metadata read.
+    public static let photoMetadataChanged = WorkReasons(rawValue: 1 << 23)
 
     private static let texts: [(WorkReasons, String)] = [
         (.new, "new"), (.unchanged, "unchanged"), (.noImage, "no image"), (.imageRemoved, "image removed"),
@@ -94,7 +97,7 @@ public struct WorkReasons: OptionSet, Sendable {
         (.recordedThumbnailDamaged, "the state's thumbnail missing or damaged"),
         (.sourceUnreadable, "source cannot be read"), (.sourceEmpty, "source is empty (0 bytes)"),
         (.sourceReplaced, "source replaced (same size and time, another inode or change time)"),
-        (.sidecarsChanged, "sidecars edited"),
+        (.sidecarsChanged, "sidecars edited"), (.photoMetadataChanged, "photo's metadata edited, image the same"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.
@@ -137,7 +140,10 @@ public struct ItemWork: Sendable {
     var unreadable: Int32 = 0
     /// Its photo's header and sidecars are read again (its metadata), nothing decoded.
     public var readsMetadata = false
+    /// Its photo changed but may be the same image (``ItemLedger/mayKeepImage(previous:rules:)``):
+    /// its job compares image-data hashes before it makes anything.
+    public var mayKeepImage = false
 
     /// Why, in a few words, for `--dry-run`.
-    public var reason: String { reasons.text }
+    public var reason: String { reasons.text + (mayKeepImage ? " (its image data compared first)" : "") }
 }

@@ -61,6 +61,8 @@ struct Slot {
         var reused: Result<Data, ItemFailure>?
         var job: ItemJob
         var ticket: Supervisor.Ticket?
+        /// The recorded thumbnail, kept when the job finds the photo's image data as recorded.
+        var keepable: Data? = nil
     }
 
     enum Prepared {
@@ -84,22 +86,19 @@ struct Slot {
         if let previous, ledger.thumbnail == .reuse {
             // The state's thumbnail goes into the archive as it is, so it is checked
             // first; one that is gone or damaged is made again when the photo is there.
-            var png: Data? = nil
-            var problem: String? = nil
-            if previous.failure == nil {
-                png = try? state?.thumbnail(forKey: movedFrom ?? item.itemKey)
-                problem =
-                    png.map {
-                        PNGInfo.thumbnailProblem(
-                            $0, width: runner.settings.thumbnail.pixelWidth,
-                            height: runner.settings.thumbnail.pixelHeight)
-                    } ?? "missing"
-            }
+            let (png, problem) = recordedThumbnail(previous, key: movedFrom ?? item.itemKey)
             if problem != nil, let remade = ledger.remakingThumbnail() {
                 ledger = remade
             } else {
                 reused = ledger.reusedThumbnail(recorded: previous, png: png, problem: problem)
             }
+        }
+        // A changed photo that may be the same image: its thumbnail is reused if its
+        // job finds so, and only a good one is worth the comparison.
+        var keepable: Data? = nil
+        if let previous, work?.mayKeepImage == true {
+            let (png, problem) = recordedThumbnail(previous, key: item.itemKey)
+            if problem == nil { keepable = png }
         }
         _ = try store.carryOut(
             ledger.storeEffectBeforeJob(reused: reused), key: item.itemKey, source: item.imagePath, bytes: nil,
@@ -109,21 +108,43 @@ struct Slot {
             return .finished(settle(ledger, thumbnail: reused, outcome: nil, date: date, dateGuess: nil))
         }
         var job = ledger.job(source: path)
+        if keepable == nil { job.recordedImageHash = nil }
         // Its sidecars' bytes, for the worker to read its date from (a fact, gathered here).
         if ledger.needsWorker { (job.sidecars, job.sidecarStamp) = Sidecars.read(for: path) }
         let ticket = ledger.needsWorker ? try supervisor.submit(job, slot: slot) : nil
-        return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket))
+        return .pending(PendingItem(ledger: ledger, reused: reused, job: job, ticket: ticket, keepable: keepable))
+    }
+
+    /// The state's thumbnail of `key` and what is wrong with it (nil when nothing
+    /// is; "missing" when the state has none); none for a recorded failure.
+    private func recordedThumbnail(_ previous: ItemRecord, key: String) -> (png: Data?, problem: String?) {
+        guard previous.failure == nil else { return (nil, nil) }
+        let png = try? state?.thumbnail(forKey: key)
+        let problem =
+            png.map {
+                PNGInfo.thumbnailProblem(
+                    $0, width: runner.settings.thumbnail.pixelWidth, height: runner.settings.thumbnail.pixelHeight)
+            } ?? "missing"
+        return (png, problem)
     }
 
     /// The second half of an item, after its job: its store file put in place (or
     /// not), then settled by its ledger.
     func complete(_ pending: PendingItem) throws -> FinishedItem {
-        let ledger = pending.ledger
+        var ledger = pending.ledger
+        var reused = pending.reused
         let item = ledger.item
         let job = pending.job
         var outcome = ItemOutcome()
         if let ticket = pending.ticket {
             outcome = try supervisor.outcome(of: ticket, slot: slot)
+            // Only its metadata changed: a metadata item, its outputs kept.
+            if outcome.imageUnchanged, outcome.failure == nil, let png = pending.keepable,
+                let kept = ledger.keepingImage()
+            {
+                ledger = kept
+                reused = .success(png)
+            }
             // The worker's own time (before the parent's write is added), for the utilisation.
             let busy = outcome.spans.totals.values.reduce(0, +)
             runner.slotClocks.withLock {
@@ -135,7 +156,7 @@ struct Slot {
         if let message = outcome.writeError {
             throw ThumbpipeError(.ioError, "\(store.path(forKey: item.itemKey)): \(message)")
         }
-        var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: pending.reused)
+        var thumbnail = ledger.thumbnailResult(outcome: outcome, reused: reused)
         let effect = ledger.storeEffectAfterJob(
             outcome: outcome, thumbnail: thumbnail, claimedBefore: runner.claimedBefore.contains(item.itemKey))
         let bytes = outcome.store

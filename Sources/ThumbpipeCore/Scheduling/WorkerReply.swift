@@ -60,7 +60,7 @@ struct WorkerReply: Sendable {
     func vouch(for outcome: inout ItemOutcome, job: ItemJob, source: OpenedSource, store: FileDescriptor?) {
         outcome.dropParentFields()
         outcome.sourceStamp = source.stamp
-        if outcome.decoded {
+        if outcome.decoded || outcome.imageUnchanged {
             outcome.bytesRead = source.size
             if job.hashSource { outcome.sourceHash = source.hash }
         }
@@ -70,6 +70,11 @@ struct WorkerReply: Sendable {
         outcome.storeWritten = false
         guard outcome.failure == nil, outcome.writeError == nil else { return }
         do throws(ItemFailure) {
+            // Its image data as recorded: nothing made, whatever came with the claim dropped.
+            if outcome.imageUnchanged {
+                guard job.recordedImageHash != nil else { throw refused("an unchanged image it was not asked about") }
+                return
+            }
             if job.makeThumbnail {
                 outcome.thumbnail = try thumbnail(pixels, spans: &outcome.spans)
             }

@@ -49,6 +49,10 @@ public struct ItemRecord: Sendable, Equatable {
     /// The photo's sidecars when they were last read (``Sidecars/stamp(for:)``):
     /// another is a metadata edit; nil when not known (before schema 5).
     public var sidecarStamp: String? = nil
+    /// The hash of the photo's image data without its metadata when it was last
+    /// read (``ImageDataHash``): a photo changed only in its metadata keeps its
+    /// outputs. Nil for formats without one, and before schema 6.
+    public var imageHash: String? = nil
 
     /// A time no run records, read back from a damaged or crafted state: a date or
     /// a missing-since past ``ArchivedItem/dateLimit`` (what an archive's reader

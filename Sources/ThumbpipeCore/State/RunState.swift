@@ -12,10 +12,11 @@ public final class RunState: @unchecked Sendable {
     /// `failure_fingerprint`, which schema 2 kept in `thumbnail_fingerprint`), and
     /// the item's name and a hash of its fields (`item_name`, `fields_hash`); 4
     /// the source's identity (`source_inode`, `source_changed`); 5 the photo's
-    /// own title and its sidecars' stamp (`title`, `sidecars`).
+    /// own title and its sidecars' stamp (`title`, `sidecars`); 6 the hash of its
+    /// image data without its metadata (`image_hash`, ``ImageDataHash``).
     /// An older state is upgraded in place when opened for writing, and read as it
     /// is when opened read-only (a dry run).
-    public static let schemaVersion: Int64 = 5
+    public static let schemaVersion: Int64 = 6
     private let database: SQLiteDatabase
     private let lock = NSLock()
     /// The schema of the rows as they are on disk (older only when opened read-only).
@@ -64,7 +65,8 @@ public final class RunState: @unchecked Sendable {
                     source_inode INTEGER NOT NULL DEFAULT 0,
                     source_changed INTEGER NOT NULL DEFAULT 0,
                     title TEXT,
-                    sidecars TEXT
+                    sidecars TEXT,
+                    image_hash TEXT
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
@@ -118,6 +120,10 @@ public final class RunState: @unchecked Sendable {
             // Unknown (NULL) until an item is read again: it keeps the name it had till then.
             steps.append("ALTER TABLE items ADD COLUMN title TEXT; ALTER TABLE items ADD COLUMN sidecars TEXT;")
         }
+        if version < 6 {
+            // Unknown (NULL) until an item is read again: an edit of its photo till then redoes it.
+            steps.append("ALTER TABLE items ADD COLUMN image_hash TEXT;")
+        }
         steps.append("PRAGMA user_version = \(schemaVersion); COMMIT;")
         return steps.joined(separator: "\n")
     }
@@ -151,7 +157,8 @@ public final class RunState: @unchecked Sendable {
                        \(rowSchema >= 2 ? "missing_since" : "NULL"),
                        \(rowSchema >= 3 ? "failure_stage, failure_fingerprint, item_name, fields_hash" : "NULL, NULL, '', 0"),
                        \(rowSchema >= 4 ? "source_inode, source_changed" : "0, 0"),
-                       \(rowSchema >= 5 ? "title, sidecars" : "NULL, NULL")
+                       \(rowSchema >= 5 ? "title, sidecars" : "NULL, NULL"),
+                       \(rowSchema >= 6 ? "image_hash" : "NULL")
                 FROM items WHERE item_key = ?
                 """, [.text(key)]
             ) { row in
@@ -167,6 +174,7 @@ public final class RunState: @unchecked Sendable {
                 record.sourceChanged = row.integer(19)
                 record.title = row.text(20)
                 record.sidecarStamp = row.text(21)
+                record.imageHash = row.text(22)
                 if let message = row.text(11) {
                     if self.rowSchema >= 3 {
                         record.failure = ItemFailure(FailureStage(rawValue: row.text(14) ?? "") ?? .decode, message)
@@ -261,8 +269,8 @@ public final class RunState: @unchecked Sendable {
                     item_key, source_path, source_size, source_modified, source_hash, thumbnail_fingerprint,
                     store_fingerprint, date_created, store_size, store_modified, store_hash, failure, seconds,
                     thumbnail, missing_since, failure_stage, failure_fingerprint, item_name, fields_hash,
-                    source_inode, source_changed, title, sidecars
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    source_inode, source_changed, title, sidecars, image_hash
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(record.itemKey), .text(record.sourcePath), .integer(record.sourceSize),
@@ -275,6 +283,7 @@ public final class RunState: @unchecked Sendable {
                     .text(record.itemName), .integer(Int64(bitPattern: record.fieldsHash)),
                     .integer(Int64(bitPattern: record.sourceInode)), .integer(record.sourceChanged),
                     record.title.map { .text($0) } ?? .null, record.sidecarStamp.map { .text($0) } ?? .null,
+                    record.imageHash.map { .text($0) } ?? .null,
                 ])
             pending += 1
             if pending >= Self.batchItems || Double(Spans.now - lastCommit) / 1e9 >= Self.batchSeconds {
