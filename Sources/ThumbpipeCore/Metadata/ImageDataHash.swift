@@ -48,8 +48,5 @@ enum ImageDataHash {
     /// Segments that only describe the image: EXIF and XMP (APP1), IPTC (APP13), comments.
     private static func describesOnly(_ marker: UInt8) -> Bool { marker == 0xE1 || marker == 0xED || marker == 0xFE }
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return "jpeg:" + String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    private static func hex(_ value: UInt64) -> String { "jpeg:" + String(value, radix: 16).leftPadded(to: 16) }
 }
