@@ -210,17 +210,28 @@ struct ChangeClassTests {
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(dry.stdout.utf8)) as? [String: Any])
         #expect((plan["settingsChanged"] as? [String]) == ["limits.timeoutSeconds 60 → 30"], "\(plan)")
         var planned: [String: String] = [:]
+        var compared: Set<String> = []
         for item in try #require(plan["items"] as? [[String: Any]]) {
-            planned[try #require(item["itemKey"] as? String)] = item["class"] as? String
+            let key = try #require(item["itemKey"] as? String)
+            planned[key] = item["class"] as? String
+            if (item["reason"] as? String)?.hasSuffix("(its image data compared first)") == true {
+                compared.insert(key)
+            }
         }
         let night = try runThumbpipe(["run", manifest, "-o", out, "-q", "--log", folder + "/log.jsonl"] + flags)
         #expect(night.status == 1, "the missing source is a failure of its own kind: \(night.stderr)")
         let done = try log(folder + "/log.jsonl")
         #expect(
             Set(planned.keys) == Set(done.keys), "the same items: \(planned.keys.sorted()) vs \(done.keys.sorted())")
+        // The one thing a dry run cannot know: whether a rewritten JPEG's image data is
+        // the same (the touched b.jpg's is), which only its job reads; the plan says so.
         for (key, action) in planned {
-            #expect(done[key]?.action == action, "\(key): planned \(action), did \(done[key]?.action ?? "-")")
+            let did = done[key]?.action
+            #expect(
+                did == action || (compared.contains(key) && action == "changed" && did == "metadata"),
+                "\(key): planned \(action), did \(did ?? "-")")
         }
+        #expect(compared == ["kb"] && done["kb"]?.action == "metadata", "\(compared)")
         let clock = ManifestItem.defaultKey(image: "clock.jpg", itemName: "Clock")
         #expect(
             planned == [
@@ -229,7 +240,7 @@ struct ChangeClassTests {
             ], "\(planned)")
         #expect(
             night.stderr.contains(
-                "1 new, 1 changed (1 source), 1 metadata, 1 moved, 1 unchanged, 1 removed, 1 kept (source missing); 2 decoded"
+                "1 new, 0 changed, 2 metadata, 1 moved, 1 unchanged, 1 removed, 1 kept (source missing); 1 decoded"
             ),
             "\(night.stderr)")
     }

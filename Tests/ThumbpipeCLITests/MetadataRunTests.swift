@@ -249,7 +249,7 @@ extension MetadataRunTests {
         #expect(edited.stderr.contains("2 done"), "\(edited.stderr)")
         let log = try String(contentsOfFile: folder + "/night.jsonl", encoding: .utf8)
         #expect(
-            log.contains(#""action":"metadata""#) && log.contains("photo's metadata edited, image the same"), "\(log)")
+            log.contains(#""action":"metadata""#) && log.contains("photo changed, image data the same"), "\(log)")
         let report = try #require(
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: URL(fileURLWithPath: folder + "/out/.thumbpipe/report.json"))) as? [String: Any])

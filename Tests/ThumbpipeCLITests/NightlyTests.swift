@@ -117,7 +117,7 @@ struct NightlyTests {
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             new = ('missing_since', 'failure_stage', 'failure_fingerprint', 'item_name', 'fields_hash',
-                   'source_inode', 'source_changed', 'title', 'sidecars')
+                   'source_inode', 'source_changed', 'title', 'sidecars', 'image_hash')
             cols = [r[1] for r in c.execute('PRAGMA table_info(items)') if r[1] not in new]
             c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
             c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
@@ -160,7 +160,7 @@ struct NightlyTests {
                       "thumbnail_fingerprint = failure_fingerprint WHERE failure IS NOT NULL")
             cols = [r[1] for r in c.execute('PRAGMA table_info(items)')
                     if r[1] not in ('failure_stage', 'failure_fingerprint', 'item_name', 'fields_hash',
-                                    'source_inode', 'source_changed', 'title', 'sidecars')]
+                                    'source_inode', 'source_changed', 'title', 'sidecars', 'image_hash')]
             c.execute('CREATE TABLE old AS SELECT ' + ','.join(cols) + ' FROM items')
             c.execute('DROP TABLE items'); c.execute('ALTER TABLE old RENAME TO items')
             c.execute('PRAGMA user_version=2'); c.commit()

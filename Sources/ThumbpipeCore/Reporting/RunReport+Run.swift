@@ -45,8 +45,12 @@ extension RunReport {
     /// The plan's figures: classes, changes, removals, moves (old key → new key)
     /// and the time the reused items saved; all items new without a plan. Items
     /// the run made again because their recorded thumbnail was missing or damaged
-    /// (`remade`, by the class the plan gave them) count as changed, by `output`.
-    mutating func take(_ plan: IncrementalPlan?, manifest: Manifest, remade: [ItemClass: Int] = [:]) {
+    /// (`remade`, by the class the plan gave them) count as changed, by `output`;
+    /// items planned as changed by their source whose job found only their metadata
+    /// changed (`imageKept`) count as metadata.
+    mutating func take(
+        _ plan: IncrementalPlan?, manifest: Manifest, remade: [ItemClass: Int] = [:], imageKept: Int = 0
+    ) {
         guard let plan else {
             incremental.new = manifest.items.count
             return
@@ -80,6 +84,12 @@ extension RunReport {
             }
             incremental.changed += count
             incremental.changedBy["output", default: 0] += count
+        }
+        if imageKept > 0 {
+            incremental.changed -= imageKept
+            incremental.metadata += imageKept
+            incremental.changedBy["source", default: imageKept] -= imageKept
+            if incremental.changedBy["source"] == 0 { incremental.changedBy["source"] = nil }
         }
     }
 

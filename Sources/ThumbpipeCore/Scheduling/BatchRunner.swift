@@ -91,7 +91,7 @@ public final class BatchRunner: Sendable {
         report.takeWorkers(
             supervisor, confined: options.sandbox != .off, sampledPeak: sampled.peak,
             proportionalPeak: sampled.proportionalPeak)
-        report.take(plan, manifest: manifest, remade: totals.remade)
+        report.take(plan, manifest: manifest, remade: totals.remade, imageKept: totals.imageKept)
         (report.incremental.archiveItemsCopied, report.incremental.archiveBytesCopied) = sink.archiveCopies
         let archiveHash: String
         do {

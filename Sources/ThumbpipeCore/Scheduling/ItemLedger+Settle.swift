@@ -161,6 +161,7 @@ extension ItemLedger {
                 thumbnail: finished.thumbnail)
         }
         finished.remadeFrom = remadeFrom
+        finished.imageKept = imageKept
         guard recordsState else { return }
         if failure?.transient == true {
             // A circumstance of this run (a timeout, a crash): tried again next run.

@@ -93,6 +93,10 @@ struct ItemLedger: Sendable {
     /// thumbnail could not be reused (``remakingThumbnail()``); nil otherwise.
     private(set) var remadeFrom: ItemClass? = nil
 
+    /// Whether the plan called it changed by its source and its job found only its
+    /// metadata changed (``keepingImage()``).
+    private(set) var imageKept = false
+
     /// The item's `--log` line, naming its old key when it moved to a new one.
     func logEntry(action: ItemAction, reason: String, milliseconds: Double = 0) -> ItemLogEntry {
         var entry = ItemLogEntry(item, action: action, reason: reason, milliseconds: milliseconds)
@@ -192,6 +196,7 @@ struct ItemLedger: Sendable {
             manifestDate: manifestDate, recordsState: recordsState, movedFrom: movedFrom)
         ledger.preferEXIFDate = preferEXIFDate
         ledger.timeZone = timeZone
+        ledger.imageKept = true
         return ledger
     }
 

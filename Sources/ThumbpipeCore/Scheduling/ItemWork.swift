@@ -97,7 +97,7 @@ public struct WorkReasons: OptionSet, Sendable {
         (.recordedThumbnailDamaged, "the state's thumbnail missing or damaged"),
         (.sourceUnreadable, "source cannot be read"), (.sourceEmpty, "source is empty (0 bytes)"),
         (.sourceReplaced, "source replaced (same size and time, another inode or change time)"),
-        (.sidecarsChanged, "sidecars edited"), (.photoMetadataChanged, "photo's metadata edited, image the same"),
+        (.sidecarsChanged, "sidecars edited"), (.photoMetadataChanged, "photo changed, image data the same"),
     ]
 
     /// The reasons in words, e.g. `thumbnail settings changed, store file missing`.

@@ -30,6 +30,9 @@ struct FinishedItem: Sendable {
     /// The class the plan gave it, when its recorded thumbnail was missing or
     /// damaged and it was made again (counted as changed).
     var remadeFrom: ItemClass?
+    /// The plan called it changed by its source, and its job found only its
+    /// metadata changed (``ItemLedger/keepingImage()``): counted as metadata.
+    var imageKept = false
 
     init(index: Int, archived: ArchivedItem, record: ItemRecord? = nil, thumbnail: Data? = nil, hasImage: Bool) {
         self.index = index
@@ -178,6 +181,8 @@ final class OrderedSink: Sendable {
         }
         /// Items made again for a missing or damaged recorded thumbnail, by the class the plan gave them.
         var remade: [ItemClass: Int] = [:]
+        /// Items planned as changed by their source whose image data was found the same.
+        var imageKept = 0
     }
 
     private let buffer = Mutex(Buffer())
@@ -310,6 +315,7 @@ final class OrderedSink: Sendable {
                 if item.decoded { totals.decodedItems += 1 }
                 if let profile = item.profile { totals.profiles.add(profile) }
                 if let from = item.remadeFrom { totals.remade[from, default: 0] += 1 }
+                if item.imageKept { totals.imageKept += 1 }
                 totals.countDate(of: item)
             }
         }
