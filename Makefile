@@ -53,6 +53,10 @@ deps:
 	  echo "make: installing zlib1g-dev (pkg-config cannot find zlib)"; \
 	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) zlib1g-dev; \
 	fi
+	@if ! pkg-config --exists libavcodec; then \
+	  echo "make: installing libavcodec-dev (pkg-config cannot find libavcodec)"; \
+	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libavcodec-dev; \
+	fi
 	@if ! pkg-config --exists libdeflate; then \
 	  echo "make: installing libdeflate-dev (pkg-config cannot find libdeflate)"; \
 	  apt-get $(APT_LOCK) update -qq && $(APT_INSTALL) libdeflate-dev; \
@@ -149,7 +153,7 @@ slurm-run:
 # Every fuzz target SECONDS seconds under libFuzzer and AddressSanitizer, outside
 # the normal build (its own build folder), one line a target; non-zero on a finding.
 SECONDS ?= 180
-FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes thumbnail-png report sidecar xmp iptc
+FUZZ_TARGETS = jsonl json csv pipeline archive shard icc dates sniff jpeg-planes thumbnail-png report sidecar xmp iptc heif
 FUZZ_BUILD = .build/fuzz
 fuzz: deps
 	$(SWIFT) build -c release --product thumbpipe-fuzz --build-path $(FUZZ_BUILD) \

@@ -33,6 +33,22 @@ let cLibraries: [Target] = [
         name: "CJpegPlanes",
         dependencies: ["CJpeg", "CThumbKernels"]
     ),
+    // FFmpeg's decoders (Debian: libavcodec-dev), for a HEIC's HEVC pictures. Not
+    // through pkg-config: its only flag, -I/usr/include/x86_64-linux-gnu, puts a
+    // system directory before the others and the release build then lost libvips's
+    // enum constants; the headers are on the compiler's default path.
+    .systemLibrary(
+        name: "CAvcodec",
+        path: "Sources/CAvcodec",
+        providers: [.apt(["libavcodec-dev"])]
+    ),
+    // A HEIC's coded pictures decoded one at a time by libavcodec (CHevc.h says why).
+    .target(
+        name: "CHevc",
+        dependencies: ["CAvcodec"],
+        // A C target does not import its dependency's module, so not its links either.
+        linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("avutil")]
+    ),
     // The few glibc calls Swift's Glibc module does not export (renameat2,
     // sync_file_range, mallopt): declared only under _GNU_SOURCE.
     .target(name: "CSystem"),
@@ -95,7 +111,7 @@ let products: [Target] = [
         name: "ThumbpipeCore",
         dependencies: [
             "CVips", "CVipsShim", "CThumbKernels", "CJpegPlanes", "CSQLite", "CBuildInfo", "CSandbox", "CFontconfig",
-            "CSystem", "CZlib", "CDeflate",
+            "CSystem", "CZlib", "CDeflate", "CHevc",
         ]
     ),
     .executableTarget(

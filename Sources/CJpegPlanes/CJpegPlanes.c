@@ -1146,9 +1146,29 @@ static void ycc_hold_band(const YccHold *h, int o, int row, Band band) {
     }
 }
 
-static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
+// Where run_rgb's RGB rows come from: libjpeg's decoder (a JPEG converted to
+// sRGB), or decoded YCbCr planes (a HEIC's, CJpegPlanes_encode_ycc). `read`
+// fills rows [r, r + n) and stops the run (longjmp) when it cannot.
+typedef struct RowSource {
+    int width, height;
+    void (*read)(Work *w, const struct RowSource *source, JSAMPROW *rows, int r, int n);
+    const CJpegPlanesYcc *ycc;
+} RowSource;
+
+static void read_jpeg_rows(Work *w, const RowSource *source, JSAMPROW *rows, int r, int want) {
+    (void)source;
+    (void)r;
+    int got = 0;
+    while (got < want) {
+        const int n = (int)jpeg_read_scanlines(&w->in, rows + got, (JDIMENSION)(want - got));
+        if (n <= 0) stop((j_common_ptr)&w->in, "the decoder gave a short band");
+        got += n;
+    }
+}
+
+static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source, CJpegPlanesResult *result) {
     struct jpeg_decompress_struct *in = &w->in;
-    const int W = (int)in->image_width, H = (int)in->image_height;
+    const int W = source->width, H = source->height;
     const int o = job->orientation >= 2 && job->orientation <= 8 ? job->orientation : 1;
     const int encode = job->quality > 0, swap = turn_of(o).quarter, whole = encode && o != 1;
     const int compact = whole && job->hold_turned && W % 2 == 0 && H % 2 == 0;
@@ -1187,19 +1207,15 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     }
     if (encode) start_encoder(w, job, UW, UH, compact ? JCS_YCbCr : JCS_RGB);
     JSAMPROW rows[BAND];
-    while (in->output_scanline < in->output_height) {
-        const int r = (int)in->output_scanline, want = BAND < H - r ? BAND : H - r;
-        for (int i = 0; i < want; i++) rows[i] = w->planes + row_bytes * (size_t)(rgb_whole ? r + i : i);
+    for (int r = 0; r < H; r += BAND) {
+        const int got = BAND < H - r ? BAND : H - r;
+        for (int i = 0; i < got; i++) rows[i] = w->planes + row_bytes * (size_t)(rgb_whole ? r + i : i);
         int64_t start = now_ns();
-        int got = 0;
-        while (got < want) {
-            const int n = (int)jpeg_read_scanlines(in, rows + got, (JDIMENSION)(want - got));
-            if (n <= 0) stop((j_common_ptr)in, "the decoder gave a short band");
-            got += n;
-        }
+        source->read(w, source, rows, r, got);
         int64_t t = now_ns();
         w->decode_ns += t - start;
-        for (int i = 0; i < got; i++) CThumbKernels_shaper_rgb(job->shaper, rows[i], (size_t)W);
+        if (job->shaper)
+            for (int i = 0; i < got; i++) CThumbKernels_shaper_rgb(job->shaper, rows[i], (size_t)W);
         start = now_ns();
         w->colour_ns += start - t;
         if (job->tap && CThumbKernels_tap_add_rgb_rows(job->tap, r, got, rows, W))
@@ -1215,7 +1231,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
             w->encode_ns += now_ns() - t;
         }
     }
-    jpeg_finish_decompress(in);
+    if (source->read == read_jpeg_rows) jpeg_finish_decompress(in);
     if (!encode) return;
     int64_t start = now_ns();
     if (compact) {
@@ -1238,6 +1254,8 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, CJpegPlanesResult *resul
     w->encode_ns += now_ns() - start;
     result->size = (unsigned long)(w->sink.capacity - w->sink.pub.free_in_buffer);
 }
+
+static int finish(Work *w, int status, const CJpegPlanesJob *job, CJpegPlanesResult *result);
 
 int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPlanesJob *job,
                           CJpegPlanesResult *result, char *error, size_t error_size) {
@@ -1278,7 +1296,8 @@ int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPla
     if (job->shaper) {
         w->in.out_color_space = JCS_RGB;
         jpeg_start_decompress(&w->in);
-        run_rgb(w, job, result);
+        const RowSource source = {job->width, job->height, read_jpeg_rows, NULL};
+        run_rgb(w, job, &source, result);
     } else {
         w->in.raw_data_out = TRUE;
         w->in.do_block_smoothing = FALSE; // the coefficients as stored, for requantizing
@@ -1287,6 +1306,11 @@ int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPla
     }
     status = 0;
 done:
+    return finish(w, status, job, result);
+}
+
+// Frees what a run made, and hands the caller the store's bytes when it succeeded.
+static int finish(Work *w, int status, const CJpegPlanesJob *job, CJpegPlanesResult *result) {
     if (w->in_made) jpeg_destroy_decompress(&w->in);
     if (w->out_made) jpeg_destroy_compress(&w->out);
     free(w->bands);
@@ -1310,6 +1334,62 @@ done:
     }
     free(w);
     return status;
+}
+
+// MARK: - Decoded YCbCr planes (a HEIC's)
+
+// One band of RGB rows from 4:2:0 planes: each chroma sample serves its 2 × 2
+// pixels (nearest, as libheif 1.15 converts), the matrix and range as the
+// picture says, in 16-bit fixed point.
+static void read_ycc_rows(Work *w, const RowSource *source, JSAMPROW *rows, int r, int n) {
+    (void)w;
+    const CJpegPlanesYcc *p = source->ycc;
+    const double kg = 1.0 - p->kr - p->kb;
+    const double ys = p->full_range ? 1.0 : 255.0 / 219.0, cs = p->full_range ? 1.0 : 255.0 / 224.0;
+    const int32_t yk = (int32_t)(ys * 65536.0 + 0.5), yoff = p->full_range ? 0 : 16;
+    const int32_t rcr = (int32_t)(cs * 2.0 * (1.0 - p->kr) * 65536.0 + 0.5);
+    const int32_t bcb = (int32_t)(cs * 2.0 * (1.0 - p->kb) * 65536.0 + 0.5);
+    const int32_t gcb = (int32_t)(cs * 2.0 * p->kb * (1.0 - p->kb) / kg * 65536.0 + 0.5);
+    const int32_t gcr = (int32_t)(cs * 2.0 * p->kr * (1.0 - p->kr) / kg * 65536.0 + 0.5);
+    const int W = source->width;
+    for (int i = 0; i < n; i++) {
+        const int y = r + i;
+        const unsigned char *restrict luma = p->y + (size_t)y * p->y_stride;
+        const unsigned char *restrict cb = p->cb + (size_t)(y / 2) * p->c_stride;
+        const unsigned char *restrict cr = p->cr + (size_t)(y / 2) * p->c_stride;
+        unsigned char *restrict out = rows[i];
+        for (int x = 0; x < W; x++) {
+            const int32_t l = yk * (luma[x] - yoff) + 32768, u = cb[x / 2] - 128, v = cr[x / 2] - 128;
+            const int32_t red = (l + rcr * v) >> 16, green = (l - gcb * u - gcr * v) >> 16, blue = (l + bcb * u) >> 16;
+            out[3 * x] = (unsigned char)(red < 0 ? 0 : red > 255 ? 255 : red);
+            out[3 * x + 1] = (unsigned char)(green < 0 ? 0 : green > 255 ? 255 : green);
+            out[3 * x + 2] = (unsigned char)(blue < 0 ? 0 : blue > 255 ? 255 : blue);
+        }
+    }
+}
+
+int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *job, CJpegPlanesResult *result,
+                           char *error, size_t error_size) {
+    memset(result, 0, sizeof *result);
+    if (job->width < 1 || job->height < 1 || !planes->y || !planes->cb || !planes->cr ||
+        planes->y_stride < (size_t)job->width || planes->c_stride < (size_t)(job->width + 1) / 2 ||
+        !(planes->kr > 0 && planes->kb > 0 && planes->kr + planes->kb < 1))
+        return refuse(error, error_size, "planes that do not fit the job");
+    Work *w = calloc(1, sizeof *w);
+    if (!w) return refuse(error, error_size, "out of memory");
+    // Only the error manager of the decoder's half is used: stop() finds it there.
+    w->in.err = jpeg_std_error(&w->errors.pub);
+    w->errors.pub.error_exit = on_error;
+    w->errors.pub.emit_message = on_message;
+    w->errors.error = error;
+    w->errors.error_size = error_size;
+    int status = -1;
+    if (setjmp(w->errors.jump) == 0) {
+        const RowSource source = {job->width, job->height, read_ycc_rows, planes};
+        run_rgb(w, job, &source, result);
+        status = 0;
+    }
+    return finish(w, status, job, result);
 }
 
 void CJpegPlanes_free_buffer(unsigned char *jpeg) { free(jpeg); }

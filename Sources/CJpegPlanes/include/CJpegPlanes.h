@@ -88,6 +88,26 @@ typedef struct {
 int CJpegPlanes_transcode(const unsigned char *jpeg, size_t size, const CJpegPlanesJob *job,
                           CJpegPlanesResult *result, char *error, size_t error_size);
 
+/// Decoded 8-bit YCbCr planes with 4:2:0 chroma (a HEIC's pictures, assembled
+/// and cropped by the caller): `width × height` luma, `(width + 1) / 2 ×
+/// (height + 1) / 2` of each chroma.
+typedef struct {
+    const unsigned char *y, *cb, *cr;
+    size_t y_stride, c_stride;
+    /// The matrix's Kr and Kb (BT.601 0.299 and 0.114, BT.709 0.2126 and 0.0722).
+    double kr, kb;
+    /// Full-range samples (0–255), else limited (luma 16–235, chroma 16–240).
+    int full_range;
+} CJpegPlanesYcc;
+
+/// Makes a store file and tap from decoded planes as the converted route makes
+/// them from a JPEG's RGB: each band converted to RGB (a chroma sample for its
+/// 2 × 2 pixels, as libheif 1.15 converts), to sRGB through `job->shaper` when
+/// set, fed to `job->tap`, and with a quality encoded as a baseline 4:2:0 JPEG
+/// turned upright by `job->orientation` (`blocks`, `tap_means` do not apply).
+int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *job, CJpegPlanesResult *result,
+                           char *error, size_t error_size);
+
 void CJpegPlanes_free_buffer(unsigned char *jpeg);
 
 /// Requantizes `count` 8 × 8 blocks (natural order) from the `source` steps to

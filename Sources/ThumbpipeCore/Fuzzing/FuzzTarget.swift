@@ -52,6 +52,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case xmp
     /// An embedded IPTC block (``IPTCBlock``: Photoshop's resources, IIM datasets), likewise.
     case iptc
+    /// A HEIF container (``HEIFContainer``): the primary image the HEIC route would decode,
+    /// its tiles' bytes inside the file, their count and size within the limits, each
+    /// picture's Annex B within what its extents hold.
+    case heif
 
     /// Runs the target on `bytes`.
     /// - Returns: nil, or what property broke (a finding, as a crash is).
@@ -70,6 +74,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .sidecar: return Self.sidecar(Data(array))
         case .xmp: return Self.metadata(PhotoMetadata.reconcile(exif: EXIFFields(), xmp: Data(array), iptc: nil))
         case .iptc: return Self.metadata(PhotoMetadata.reconcile(exif: EXIFFields(), xmp: nil, iptc: Data(array)))
+        case .heif: return Self.heif(bytes)
         case .jpegPlanes: return Self.jpegPlanes(bytes)
         case .thumbnailPNG: return Self.thumbnailPNG(bytes)
         case .report:
@@ -224,6 +229,37 @@ extension FuzzTarget {
                 return "a date \(date.timeIntervalSince1970) no archive takes"
             }
         }
+        return nil
+    }
+}
+
+extension FuzzTarget {
+    /// The container parser on any bytes: a primary image it accepts lies inside
+    /// the file, within the limits, its grid covered by its tiles.
+    static func heif(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let maxPixels = 100_000_000
+        guard
+            case .success(let image) = Result(catching: { () throws(HEIFRefusal) in
+                try HEIFContainer.primary(bytes, maxPixels: maxPixels)
+            })
+        else { return nil }
+        if image.width * image.height > maxPixels { return "\(image.width) × \(image.height) over the limit" }
+        if image.tiles.count != image.columns * image.rows || image.tiles.count > HEIFContainer.maxTiles {
+            return "\(image.tiles.count) tiles for a \(image.columns) × \(image.rows) grid"
+        }
+        if image.columns * image.tileWidth < image.width || image.rows * image.tileHeight < image.height {
+            return "tiles that do not cover \(image.width) × \(image.height)"
+        }
+        for extents in image.tiles {
+            if extents.contains(where: { $0.lowerBound < 0 || $0.upperBound > bytes.count }) {
+                return "a tile's bytes outside the file"
+            }
+            let picture = HEVCConfiguration.picture(
+                bytes, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets)
+            let most = image.parameterSets.count + extents.reduce(0) { $0 + $1.count } * 5
+            if let picture, picture.count > most { return "a picture of \(picture.count) bytes from \(most)" }
+        }
+        if !(1...8).contains(image.orientation) { return "orientation \(image.orientation)" }
         return nil
     }
 }

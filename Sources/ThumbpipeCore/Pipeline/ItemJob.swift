@@ -119,6 +119,9 @@ public struct ItemJobRunner: Sendable {
     /// Whether JPEG sources may take the plane path (``StorePath``); off keeps every
     /// item on libvips (`THUMBPIPE_JPEG_PLANES=off`, and tests that compare the two).
     var planes = !StorePath.disabled
+    /// Whether HEIC sources may take the HEIC route (``HeicPlaneStore``); off keeps them
+    /// on libvips (`THUMBPIPE_HEIC_PLANES=off`, and tests that compare the two).
+    var heicPlanes = !HeicPlaneStore.disabled
 
     /// Prepares to run jobs with `settings`.
     public init(settings: PipelineSettings) {
@@ -198,7 +201,7 @@ public struct ItemJobRunner: Sendable {
         let plan = ItemPlan.make(
             header: header, sourceBytes: path.count, sampling: sampling, makeStore: job.makeStore,
             canvasWidth: thumbnailer.scale.width, canvasHeight: thumbnailer.scale.height, store: settings.store,
-            planes: planes)
+            planes: planes, heicPlanes: heicPlanes)
         if case .libvips(let reason) = plan.store { outcome.storeReason = reason }
         outcome.decoded = true
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.
@@ -219,6 +222,16 @@ public struct ItemJobRunner: Sendable {
                 try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
                     try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                 }
+            }
+        case .heic(let planes):
+            if let refused = try heicItem(
+                job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
+            {
+                // The route's refusal, recorded: libvips for both, the attempt's time kept.
+                outcome.storeReason = refused
+                try tapThenStore(
+                    job, source: path, header: header, factor: planes.factor, clocks: clocks, outcome: &outcome,
+                    spans: &spans)
             }
         case .tap(let factor, _):
             try tapThenStore(
@@ -297,6 +310,36 @@ public struct ItemJobRunner: Sendable {
         }
         if let tap = made.tap {
             outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
+        }
+        return nil
+    }
+
+    /// The HEIC route (``HeicPlaneStore``): the thumbnail tapped from the tiles'
+    /// planes, the store encoded from them. When the route refuses the source,
+    /// nothing is made and the reason is returned (the caller takes libvips).
+    private func heicItem(
+        _ job: Job, source: SourceBytes, header: SourceHeader, planes: ItemPlan.Planes, outcome: inout ItemOutcome,
+        spans: inout Spans
+    ) throws -> String? {
+        let writesStore = job.makeStore && planes.store != .none
+        // The tap reads the tiles as stored; the turn is the container's (libvips's
+        // header gives the turned size, orientation 1).
+        var stored = header
+        let made = try HeicPlaneStore(store: store, maxPixels: settings.limits.maxPixels).write(
+            source, into: writesStore ? job.storeFile : nil,
+            tap: { width, height, orientation in
+                stored.orientation = orientation
+                guard job.makeThumbnail else { return nil }
+                return try thumbnailer.scale.tap(
+                    width: width, height: height, bands: 3, factor: planes.tapFactor, orientation: orientation)
+            }, spans: &spans)
+        if let refused = made.refused { return "HEIC route: " + refused }
+        if made.wroteStore {
+            outcome.storeWritten = true
+            outcome.storePath = made.path
+        }
+        if let tap = made.tap {
+            outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: stored, spans: &spans).pixels)
         }
         return nil
     }

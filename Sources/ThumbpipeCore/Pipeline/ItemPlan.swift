@@ -9,6 +9,11 @@ enum ItemPlan: Sendable, Equatable {
     /// The thumbnail read from a JPEG's planes (or its bands converted to sRGB),
     /// and the store from them too unless its settings need libvips.
     case planes(Planes)
+    /// A HEIC's primary image decoded by libavcodec tile by tile into planes
+    /// (``HeicPlaneStore``): the thumbnail tapped from them, the store encoded from
+    /// them (its profile converted), unless the container asks for what the route
+    /// does not do; then libvips, by the tap `factor` the planes keep.
+    case heic(Planes)
     /// One streaming libvips decode, tapped by `factor` for the thumbnail; the
     /// store (or a drain) pulls every pixel past the tap.
     case tap(factor: Int, store: Store)
@@ -60,7 +65,7 @@ enum ItemPlan: Sendable, Equatable {
     /// How the source is decoded for the thumbnail.
     var decode: DecodePlan {
         switch self {
-        case .planes(let planes): .tap(factor: planes.factor)
+        case .planes(let planes), .heic(let planes): .tap(factor: planes.factor)
         case .tap(let factor, _): .tap(factor: factor)
         case .once: .once
         case .twice: .twice
@@ -70,7 +75,7 @@ enum ItemPlan: Sendable, Equatable {
     /// How the store file is made.
     var store: Store {
         switch self {
-        case .planes(let planes): planes.store
+        case .planes(let planes), .heic(let planes): planes.store
         case .tap(_, let store), .once(let store), .twice(let store): store
         }
     }
@@ -95,9 +100,14 @@ enum ItemPlan: Sendable, Equatable {
     ///   (the plane code takes blocks only where the sampling allows).
     static func make(
         header: SourceHeader, sourceBytes: Int = 0, sampling: [UInt8]? = nil, makeStore: Bool, canvasWidth: Int,
-        canvasHeight: Int, store: PipelineSettings.Store, planes: Bool
+        canvasHeight: Int, store: PipelineSettings.Store, planes: Bool, heicPlanes: Bool = !HeicPlaneStore.disabled
     ) -> ItemPlan {
         let decode = DecodePlan.choose(for: header, canvasWidth: canvasWidth, canvasHeight: canvasHeight)
+        if heicPlanes,
+            let heic = heic(header, sourceBytes: sourceBytes, decode: decode, makeStore: makeStore, store: store)
+        {
+            return heic
+        }
         let offPlanes = reasonOffPlanes(header, sourceBytes: sourceBytes, decode: decode, planes: planes)
         let storeRoute: Store
         if !makeStore {
@@ -170,6 +180,21 @@ enum ItemPlan: Sendable, Equatable {
         }
     }
 
+    /// The HEIC route's plan for a HEIF source, or nil when libvips decodes it (it
+    /// has alpha, the route is off, or a decode or store the route does not make).
+    private static func heic(
+        _ header: SourceHeader, sourceBytes: Int, decode: DecodePlan, makeStore: Bool, store: PipelineSettings.Store
+    ) -> ItemPlan? {
+        guard header.format == ImageFormat.heif.displayName, !header.hasAlpha,
+            Int64(sourceBytes) <= StorePath.maxFileBytes, header.width * header.height <= DecodePlan.inMemoryLimit,
+            case .tap(let factor) = decode, !makeStore || reasonOffPlanes(store) == nil
+        else { return nil }
+        return .heic(
+            Planes(
+                factor: factor, tapFactor: factor, tapMeans: false, blocks: false, holdTurned: true,
+                store: makeStore ? .planesConverted : .none))
+    }
+
     /// Why a source's pixels are not read through its planes, or nil when they are.
     private static func reasonOffPlanes(_ header: SourceHeader, sourceBytes: Int, decode: DecodePlan, planes: Bool)
         -> String?
@@ -206,5 +231,7 @@ enum ItemPlan: Sendable, Equatable {
     /// words ("" when none is set): part of every output's fingerprint
     /// (``OutputVersions/buildOptions``), so a route the build forces never
     /// changes bytes unseen.
-    static var buildOptions: [String] { StorePath.disabled ? ["planes off"] : [] }
+    static var buildOptions: [String] {
+        (StorePath.disabled ? ["planes off"] : []) + (HeicPlaneStore.disabled ? ["HEIC planes off"] : [])
+    }
 }

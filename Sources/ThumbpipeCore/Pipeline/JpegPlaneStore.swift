@@ -15,6 +15,10 @@ public enum StorePath: String, Sendable, Codable {
     /// Through libjpeg-turbo a band at a time, colour converted to sRGB on the way
     /// (a JPEG in an RGB matrix/TRC profile).
     case planesConverted = "planes, converted"
+    /// A HEIC's tiles decoded by libavcodec into YCbCr planes (``HeicPlaneStore``),
+    /// sRGB (or untagged) as they are, or converted to sRGB band by band.
+    case heicPlanes = "planes, HEIC"
+    case heicPlanesConverted = "planes, HEIC, converted"
     /// Through libvips: decode to sRGB pixels, turn upright, encode.
     case libvips
 

@@ -1,0 +1,46 @@
+// CHevc: a HEIC's coded pictures decoded one at a time by FFmpeg's HEVC decoder.
+//
+// Why this exists: Debian 12's libheif (1.15, no plugins) decodes HEVC through
+// libde265, which took 0.96 s where libavcodec took 0.54 s on the same 96
+// iPhone tiles, one thread each (Benchmarks/HevcFloor, docs/BENCHMARKS.md).
+// thumbpipe parses the HEIF container itself (HEIFContainer.swift) and hands
+// this shim one picture at a time (a grid's tile, or a lone image): its
+// parameter sets and slices in Annex B form. The decoder runs on one thread
+// (the worker is one of `--jobs` processes) and its frame is borrowed until the
+// next call. Nothing here reads a file or the container: bytes in, planes out.
+#ifndef CHEVC_H
+#define CHEVC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct CHevcDecoder CHevcDecoder;
+
+/// A decoded picture's planes, borrowed from the decoder until its next call.
+typedef struct {
+    const uint8_t *plane[3];
+    int stride[3];
+    int width, height;
+    /// 1 for 8-bit 4:2:0 (YUV420P or YUVJ420P): the only layout handed back; any
+    /// other is refused with a reason.
+    int yuv420;
+    /// The bitstream's video_full_range_flag (1 full, 0 limited, -1 not said) and
+    /// matrix_coefficients (H.273, 2 when not said).
+    int full_range, matrix;
+} CHevcPicture;
+
+/// A decoder on one thread; NULL when libavcodec has no HEVC decoder or no memory.
+CHevcDecoder *CHevc_open(void);
+
+/// Decodes one picture (Annex B bytes: parameter sets, then its slices). 0 with
+/// `picture` filled, or -1 with a reason in `error`. The decoder is ready for
+/// the next picture either way.
+int CHevc_decode(CHevcDecoder *decoder, const uint8_t *data, size_t size, CHevcPicture *picture, char *error,
+                 size_t error_size);
+
+void CHevc_close(CHevcDecoder *decoder);
+
+/// libavcodec's version (LIBAVCODEC_VERSION_INT of the library loaded), for --version and the fingerprints.
+unsigned CHevc_libavcodecVersion(void);
+
+#endif

@@ -1,0 +1,217 @@
+import CHevc
+import CJpegPlanes
+import CThumbKernels
+// CVips first: in a whole-module build the first file (by path, and HEIC/ comes
+// before Pipeline/) to see libvips's headers through another module
+// (CThumbKernels) would otherwise own their declarations, and files that import
+// CVips alone would not find its constants.
+import CVips
+import Foundation
+
+/// The HEIC route: a HEIC's primary image decoded picture by picture by
+/// libavcodec (``HEIFContainer`` finds them, `CHevc` decodes them), its tiles'
+/// YCbCr planes assembled and cropped to the image, then converted, tapped for the
+/// thumbnail and encoded for the store band by band as the JPEG converted route
+/// does (`CJpegPlanes_encode_ycc`): its ICC profile (Display P3) to sRGB by the
+/// same tables, turned upright by `irot`/`imir`. What the route does not handle
+/// is refused with the reason, and libvips decodes the file instead.
+struct HeicPlaneStore {
+    let store: ImageStore
+    /// The most pixels the planes may hold (``PipelineSettings/Limits/maxPixels``).
+    let maxPixels: Int
+
+    /// `THUMBPIPE_HEIC_PLANES=off` leaves every HEIC to libvips (to compare).
+    static let disabled = ProcessInfo.processInfo.environment["THUMBPIPE_HEIC_PLANES"] == "off"
+
+    /// Makes the thumbnail tap (`tap` gets the stored size and the orientation)
+    /// and, with a `descriptor`, the store file; nothing and a reason when refused.
+    func write(
+        _ source: SourceBytes, into descriptor: FileDescriptor?,
+        tap: (Int, Int, Int) throws -> ThumbnailTap?, spans: inout Spans
+    ) throws -> JpegPlaneStore.Made {
+        guard Int64(source.count) <= StorePath.maxFileBytes else { return .init(refused: "a file over 64 MB") }
+        let parsed = source.withUnsafeBytes { bytes in
+            Result { () throws(HEIFRefusal) in try HEIFContainer.primary(bytes, maxPixels: maxPixels) }
+        }
+        let image: HEIFImage
+        switch parsed {
+        case .success(let found): image = found
+        case .failure(let refusal): return .init(refused: refusal.reason)
+        }
+        let colour: (shaper: OpaquePointer?, refused: String?) = Self.shaper(for: image)
+        defer { CThumbKernels_shaper_free(colour.shaper) }
+        if let refused = colour.refused { return .init(refused: refused) }
+        var planes = HEICPlanes(width: image.width, height: image.height)
+        if let refused = spans.measure(.decode, { source.withUnsafeBytes { planes.decode(image, from: $0) } }) {
+            return .init(refused: refused)
+        }
+        guard let matrix = planes.coefficients(image) else {
+            return .init(refused: "matrix coefficients \(image.matrix ?? planes.pictureMatrix)")
+        }
+        let filled = try tap(image.width, image.height, image.orientation)
+        return try encode(
+            planes, matrix: matrix, image: image, shaper: colour.shaper, tap: filled, into: descriptor, spans: &spans)
+    }
+
+    private func encode(
+        _ planes: HEICPlanes, matrix: (kr: Double, kb: Double, fullRange: Bool), image: HEIFImage,
+        shaper: OpaquePointer?, tap: ThumbnailTap?, into descriptor: FileDescriptor?, spans: inout Spans
+    ) throws -> JpegPlaneStore.Made {
+        var job = CJpegPlanesJob(
+            width: Int32(image.width), height: Int32(image.height), orientation: Int32(image.orientation),
+            quality: descriptor == nil ? 0 : Int32(store.settings.vipsQuality),
+            optimize_coding: store.settings.optimizeCoding ? 1 : 0, tap: tap?.pointer, shaper: shaper, blocks: 0,
+            tap_means: 0, hold_turned: 1)
+        var result = CJpegPlanesResult()
+        var error = [CChar](repeating: 0, count: 256)
+        let status = spans.measure(.store) {
+            planes.withPlanes(kr: matrix.kr, kb: matrix.kb, fullRange: matrix.fullRange) { ycc in
+                CJpegPlanes_encode_ycc(&ycc, &job, &result, &error, error.count)
+            }
+        }
+        defer { CJpegPlanes_free_buffer(result.jpeg) }
+        // Converting the planes to RGB counts as decoding, the profile as colour.
+        spans.split(lastOf: .store, into: [(.decode, result.decode_ns), (.colour, result.colour_ns)])
+        guard status == 0 else {
+            return .init(
+                refused:
+                    "the encoder refused it (\(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))"
+            )
+        }
+        guard let descriptor else { return .init(tap: tap) }
+        guard let jpeg = result.jpeg else { return .init(refused: "no store bytes") }
+        try spans.measure(.store) {
+            do { try descriptor.write(UnsafeRawBufferPointer(start: jpeg, count: Int(result.size))) } catch {
+                throw ThumbpipeError(.ioError, "store file: write failed: \(error)")
+            }
+        }
+        return .init(tap: tap, wroteStore: true, path: shaper == nil ? .heicPlanes : .heicPlanesConverted)
+    }
+
+    /// The conversion to sRGB the image's colour needs: none for sRGB (by its
+    /// profile, or by `nclx` primaries BT.709 or unsaid without one), the tables of
+    /// an RGB matrix/TRC profile (Display P3), else a refusal.
+    static func shaper(for image: HEIFImage) -> (OpaquePointer?, String?) {
+        guard let icc = image.icc else {
+            guard [nil, 1, 2].contains(image.primaries) else {
+                return (nil, "colour primaries \(image.primaries ?? 0) without a profile")
+            }
+            return (nil, nil)
+        }
+        return icc.withUnsafeBytes { bytes in
+            guard let profile = ICCProfile(bytes) else { return (nil, "an unreadable profile") }
+            if profile.isSRGB { return (nil, nil) }
+            guard let conversion = ShaperConversion(profile: profile) else {
+                return (nil, "a profile that is not RGB matrix/TRC")
+            }
+            guard let shaper = conversion.makeShaper() else { return (nil, "a profile matrix out of range") }
+            return (shaper, nil)
+        }
+    }
+}
+
+/// A HEIC's primary image as 8-bit YCbCr planes with 4:2:0 chroma, its tiles
+/// decoded one at a time into place and cropped to the image.
+struct HEICPlanes {
+    let width: Int
+    let height: Int
+    private(set) var luma: [UInt8]
+    private(set) var cb: [UInt8]
+    private(set) var cr: [UInt8]
+    /// What the first picture's bitstream says of its matrix and range (H.273; 2 and -1 when unsaid).
+    private(set) var pictureMatrix = 2
+    private(set) var pictureFullRange: Int32 = -1
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        luma = [UInt8](repeating: 0, count: width * height)
+        cb = [UInt8](repeating: 128, count: ((width + 1) / 2) * ((height + 1) / 2))
+        cr = cb
+    }
+
+    var chromaWidth: Int { (width + 1) / 2 }
+
+    /// Decodes every tile of `image` into place; the reason when one cannot be.
+    mutating func decode(_ image: HEIFImage, from bytes: UnsafeRawBufferPointer) -> String? {
+        guard let decoder = CHevc_open() else { return "libavcodec has no HEVC decoder" }
+        defer { CHevc_close(decoder) }
+        var error = [CChar](repeating: 0, count: 160)
+        for (index, extents) in image.tiles.enumerated() {
+            guard
+                let annexB = HEVCConfiguration.picture(
+                    bytes, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets)
+            else { return "a tile's NAL lengths overrun its bytes" }
+            var picture = CHevcPicture()
+            let status = annexB.withUnsafeBufferPointer {
+                CHevc_decode(decoder, $0.baseAddress, $0.count, &picture, &error, error.count)
+            }
+            guard status == 0 else {
+                return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            guard Int(picture.width) >= image.tileWidth, Int(picture.height) >= image.tileHeight else {
+                return "a tile decoded smaller than its 'ispe'"
+            }
+            if index == 0 {
+                pictureMatrix = Int(picture.matrix)
+                pictureFullRange = picture.full_range
+            }
+            place(picture, column: index % image.columns, row: index / image.columns, image: image)
+        }
+        return nil
+    }
+
+    /// Copies a decoded tile's visible part into the planes.
+    private mutating func place(_ picture: CHevcPicture, column: Int, row: Int, image: HEIFImage) {
+        let x0 = column * image.tileWidth, y0 = row * image.tileHeight
+        let columns = min(image.tileWidth, width - x0), rows = min(image.tileHeight, height - y0)
+        guard columns > 0, rows > 0 else { return }
+        let width = self.width, chromaWidth = self.chromaWidth
+        luma.withUnsafeMutableBufferPointer { out in
+            for y in 0..<rows {
+                let from = picture.plane.0! + Int(picture.stride.0) * y
+                (out.baseAddress! + (y0 + y) * width + x0).update(from: from, count: columns)
+            }
+        }
+        let cx0 = x0 / 2, cy0 = y0 / 2, ccolumns = (columns + 1) / 2, crows = (rows + 1) / 2
+        for (plane, source, stride) in [
+            (0, picture.plane.1!, picture.stride.1), (1, picture.plane.2!, picture.stride.2),
+        ] {
+            let write: (inout UnsafeMutableBufferPointer<UInt8>) -> Void = { out in
+                for y in 0..<crows {
+                    (out.baseAddress! + (cy0 + y) * chromaWidth + cx0).update(
+                        from: source + Int(stride) * y, count: ccolumns)
+                }
+            }
+            if plane == 0 { cb.withUnsafeMutableBufferPointer(write) } else { cr.withUnsafeMutableBufferPointer(write) }
+        }
+    }
+
+    /// The matrix's Kr and Kb and the range: the container's `nclx`, else the
+    /// bitstream's, else BT.601 full range (libheif's default); nil for a matrix
+    /// the route does not convert (identity, YCgCo, constant luminance…).
+    func coefficients(_ image: HEIFImage) -> (kr: Double, kb: Double, fullRange: Bool)? {
+        let matrix = image.matrix ?? pictureMatrix
+        let fullRange = image.fullRange ?? (pictureFullRange != 0)
+        switch matrix {
+        case 1: return (0.2126, 0.0722, fullRange)
+        case 2, 5, 6: return (0.299, 0.114, fullRange)
+        case 9: return (0.2627, 0.0593, fullRange)
+        default: return nil
+        }
+    }
+
+    /// Calls `body` with the planes as the encoder takes them.
+    func withPlanes<T>(kr: Double, kb: Double, fullRange: Bool, _ body: (inout CJpegPlanesYcc) -> T) -> T {
+        luma.withUnsafeBufferPointer { y in
+            cb.withUnsafeBufferPointer { cb in
+                cr.withUnsafeBufferPointer { cr in
+                    var ycc = CJpegPlanesYcc(
+                        y: y.baseAddress, cb: cb.baseAddress, cr: cr.baseAddress, y_stride: width,
+                        c_stride: chromaWidth, kr: kr, kb: kb, full_range: fullRange ? 1 : 0)
+                    return body(&ycc)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+import ThumbpipeTestSupport
+
+@testable import ThumbpipeCore
+
+/// The HEIC route: thumbpipe's own HEIF container parser, libavcodec's HEVC
+/// decode tile by tile, and the store and thumbnail from the same planes, as
+/// good as libvips's route against an lcms-converted upright reference.
+@Suite("HEIC route: container, tiles, colour and turn", .vipsStarted, .serialized)
+struct HEICRouteTests {
+    static let iPhone = TestPaths.fixture("photos/Apple-iPhone-13-Pro-Max.HEIC")
+    static let small = TestPaths.fixture("edge/heic-small_image.heic")
+
+    static func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    static func parse(_ bytes: [UInt8], maxPixels: Int = 100_000_000) -> Result<HEIFImage, HEIFRefusal> {
+        bytes.withUnsafeBytes { raw in
+            Result { () throws(HEIFRefusal) in try HEIFContainer.primary(raw, maxPixels: maxPixels) }
+        }
+    }
+
+    @Test(
+        "An iPhone HEIC: a grid of 8 × 6 tiles of 512, 4032 × 3024 as stored, turned by irot to orientation 6, Display P3"
+    )
+    func iPhoneContainer() throws {
+        let image = try Self.parse(try Self.bytes(Self.iPhone)).get()
+        #expect(image.width == 4032 && image.height == 3024)
+        #expect(image.columns == 8 && image.rows == 6 && image.tileWidth == 512 && image.tileHeight == 512)
+        #expect(image.tiles.count == 48)
+        #expect(image.orientation == 6, "irot 3 (three quarter turns anticlockwise) is EXIF 6")
+        #expect(image.lengthSize == 4 && image.parameterSets.starts(with: [0, 0, 0, 1]))
+        let icc = try #require(image.icc)
+        let profile = try #require(icc.withUnsafeBytes { ICCProfile($0) })
+        #expect(!profile.isSRGB)
+        // Its HDR gain map is an auxiliary image of the primary, not alpha: not refused.
+    }
+
+    @Test("irot and imir compose in their order into the EXIF orientation that makes the same turn")
+    func turns() {
+        let left: [Int] = [0, 1, -1, 0], mirror: [Int] = [-1, 0, 0, 1], flip: [Int] = [1, 0, 0, -1]
+        func orientation(_ steps: [[Int]]) -> Int {
+            HEIFMeta.orientation(of: steps.reduce([1, 0, 0, 1]) { HEIFMeta.compose($0, then: $1) })
+        }
+        #expect(orientation([]) == 1)
+        #expect(orientation([left]) == 8)
+        #expect(orientation([left, left]) == 3)
+        #expect(orientation([left, left, left]) == 6)
+        #expect(orientation([mirror]) == 2)
+        #expect(orientation([flip]) == 4)
+        #expect(orientation([left, mirror]) == 7)
+        #expect(orientation([left, flip]) == 5)
+    }
+
+    @Test("Crafted containers are refused with a reason, before anything is allocated")
+    func refusals() throws {
+        let iPhone = try Self.bytes(Self.iPhone)
+        // Cut in its image data: the box that holds it overruns the file.
+        #expect(
+            Self.parse(Array(iPhone.prefix(iPhone.count / 2)))
+                == .failure(HEIFRefusal("a 'mdat' box overruns its parent")))
+        // A size over limits.maxPixels.
+        #expect(
+            Self.parse(iPhone, maxPixels: 4032 * 3024 - 1)
+                == .failure(HEIFRefusal("4032 × 3024 is over limits.maxPixels")))
+        // Its primary's 'ispe' claiming 2^31 - 1 a side.
+        var huge = iPhone
+        let ispe = try #require(Self.find([0x69, 0x73, 0x70, 0x65, 0, 0, 0, 0, 0, 0, 0x0F, 0xC0], in: huge))
+        huge.replaceSubrange((ispe + 8)..<(ispe + 12), with: [0x7F, 0xFF, 0xFF, 0xFF])
+        #expect(throws: HEIFRefusal.self) { try Self.parse(huge).get() }
+        // Not HEIF at all, empty, a box that overruns.
+        #expect(throws: HEIFRefusal.self) {
+            try Self.parse(try Self.bytes(TestPaths.fixture("photos/Nikon-D3100.jpg"))).get()
+        }
+        #expect(throws: HEIFRefusal.self) { try Self.parse([]).get() }
+        var overrun = iPhone
+        overrun[0...3] = [0x7F, 0xFF, 0xFF, 0xFF]
+        #expect(Self.parse(overrun) == .failure(HEIFRefusal("a 'ftyp' box overruns its parent")))
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+
+    static func store(_ path: String, heic: Bool) throws -> (bytes: Data, path: StorePath?, thumbnail: Data?) {
+        var runner = ItemJobRunner(settings: PipelineSettings())
+        runner.heicPlanes = heic
+        let job = ItemJob(index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: true, hashSource: false)
+        let outcome = runner.runHere(job)
+        if let failure = outcome.failure { throw failure }
+        return (try #require(outcome.store), outcome.storePath, outcome.thumbnail)
+    }
+
+    @Test(
+        "The iPhone HEIC on the route: upright, converted to sRGB, as close to lcms's upright reference as libvips's route"
+    )
+    func fidelity() throws {
+        let reference = try DecodedTestImage.load(Self.iPhone, autorotate: true, lcms: true)
+        let route = try Self.store(Self.iPhone, heic: true)
+        let libvips = try Self.store(Self.iPhone, heic: false)
+        #expect(route.path == .heicPlanesConverted)
+        #expect(libvips.path == .libvips)
+        let a = try PlanePathTests.decoded(route.bytes), b = try PlanePathTests.decoded(libvips.bytes)
+        #expect(a.width == reference.width && a.height == reference.height, "\(a.width)×\(a.height)")
+        guard a.pixels.count == reference.pixels.count, b.pixels.count == reference.pixels.count else { return }
+        let (pa, pb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
+        #expect(pa >= pb - 0.5, "route \(pa) dB, libvips \(pb) dB")
+        let ta = try DecodedTestImage.load(png: try #require(route.thumbnail))
+        let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
+        #expect(psnr(ta.pixels, tb.pixels) >= 32, "thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+    }
+
+    static func outcome(_ bytes: [UInt8], name: String) throws -> ItemOutcome {
+        let path = TestPaths.temporaryFolder("heic-hostile") + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        var runner = ItemJobRunner(settings: PipelineSettings())
+        runner.heicPlanes = true
+        return runner.runHere(
+            ItemJob(index: 0, itemKey: "k", source: path, makeThumbnail: true, makeStore: true, hashSource: false))
+    }
+
+    @Test("A HEIC the route refuses goes to libvips; a truncated or damaged one costs only its item")
+    func fallback() throws {
+        // Too small for a tap: libvips, no attempt.
+        #expect(try Self.store(Self.small, heic: true).path == .libvips)
+        let iPhone = try Self.bytes(Self.iPhone)
+        // Truncated: refused by the route, then libvips's failure, the item's alone.
+        let truncated = try Self.outcome(Array(iPhone.prefix(iPhone.count * 3 / 4)), name: "truncated.heic")
+        #expect(truncated.failure != nil, "\(truncated.storeReason ?? "-")")
+        // Bytes of its tiles damaged: decoded (concealed) or refused, never a trap; an outcome either way.
+        var damaged = iPhone
+        for offset in stride(from: damaged.count / 2, to: damaged.count / 2 + 4000, by: 7) { damaged[offset] ^= 0x5A }
+        let outcome = try Self.outcome(damaged, name: "damaged.heic")
+        #expect(outcome.failure != nil || outcome.store != nil)
+    }
+}
