@@ -170,13 +170,14 @@ struct InstallTests {
         let result = try runThumbpipe(["--version"])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 6)
+        #expect(lines.count == 7)
         #expect(lines.first == "thumbpipe \(RunReport.version)")
         #expect(lines.dropFirst().first?.hasPrefix("revision ") == true)
         #expect(lines[2] == "libvips \(LibVips.version)")
         #expect(lines[3].range(of: #"^libjpeg-turbo 2\.1\.\d+$"#, options: .regularExpression) != nil, "\(lines)")
         #expect(lines[4].range(of: #"^libdeflate \d+\.\d+$"#, options: .regularExpression) != nil, "\(lines)")
-        #expect(lines[5].hasPrefix("sandbox "))
+        #expect(lines[5].range(of: #"^libavcodec \d+\.\d+\.\d+$"#, options: .regularExpression) != nil, "\(lines)")
+        #expect(lines[6].hasPrefix("sandbox "))
     }
 
     /// The options a command's --help lists under OPTIONS.

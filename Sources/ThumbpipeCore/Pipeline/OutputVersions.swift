@@ -52,7 +52,12 @@ public struct OutputVersions: Sendable, Equatable {
         // Photos in sRGB keep their store files byte for byte. Every thumbnail's PNG is
         // written by PNGEncode itself (libdeflate, rows filtered "up"), not libvips:
         // the same pixels, new bytes.
-        OutputVersions(thumbnail: 7, store: 7, libvips: LibVips.version, options: buildOptions)
+        // thumbnail 8, store 8: HEICs take the HEIC route (ItemPlan.heic: the container
+        // read by thumbpipe, the tiles decoded by libavcodec): the same store pixels as
+        // libheif's on the corpus's iPhones, written by libjpeg as the plane stores are;
+        // their thumbnails tapped from the stored planes before the turn, not after it.
+        // A float TIFF with a linear profile is converted through it once, not twice.
+        OutputVersions(thumbnail: 8, store: 8, libvips: LibVips.version, options: buildOptions)
     }
 
     /// The process-wide switches that change output bytes, in words ("" when none
@@ -73,9 +78,11 @@ public struct OutputVersions: Sendable, Equatable {
         self.options = options
     }
 
-    /// The libjpeg-turbo and libdeflate versions the outputs are made with (the
-    /// plane code's decoder and encoder, the thumbnails' compressor).
-    public var codecs = "jpeg-turbo \(BuildInfo.libjpegTurboVersion) deflate \(BuildInfo.libdeflateVersion)"
+    /// The libjpeg-turbo, libdeflate and libavcodec versions the outputs are made with
+    /// (the plane code's decoder and encoder, the thumbnails' compressor, the HEIC
+    /// route's decoder).
+    public var codecs =
+        "jpeg-turbo \(BuildInfo.libjpegTurboVersion) deflate \(BuildInfo.libdeflateVersion) avcodec \(BuildInfo.libavcodecVersion)"
 
     /// What the fingerprints carry of the build: the libvips, libjpeg-turbo and
     /// libdeflate versions, and the switches when any is set.

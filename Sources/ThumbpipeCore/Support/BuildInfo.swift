@@ -1,5 +1,6 @@
 import CBuildInfo
 import CDeflate
+import CHevc
 import CJpegPlanes
 import CVips
 
@@ -25,8 +26,14 @@ public enum BuildInfo {
     /// The libdeflate thumbnails' PNGs are compressed with, as compiled against.
     public static var libdeflateVersion: String { LIBDEFLATE_VERSION_STRING }
 
+    /// The libavcodec this process decodes HEIC tiles with (the one loaded, `59.37.100`).
+    public static var libavcodecVersion: String {
+        let number = CHevc_libavcodecVersion()
+        return "\(number >> 16).\(number >> 8 & 0xFF).\(number & 0xFF)"
+    }
+
     /// The lines of `--version`.
     public static var description: String {
-        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)\nlibjpeg-turbo \(libjpegTurboVersion)\nlibdeflate \(libdeflateVersion)\nsandbox \(Sandbox.probe())"
+        "thumbpipe \(version)\nrevision \(revision)\nlibvips \(libvipsVersion)\nlibjpeg-turbo \(libjpegTurboVersion)\nlibdeflate \(libdeflateVersion)\nlibavcodec \(libavcodecVersion)\nsandbox \(Sandbox.probe())"
     }
 }
