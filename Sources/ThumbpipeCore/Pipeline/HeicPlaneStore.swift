@@ -1,11 +1,10 @@
+// Here, not in HEIC/: in a whole-module build the first file (by path) to see
+// libvips's headers through another module (CThumbKernels) would own their
+// declarations, and files that import CVips alone would not find its constants.
+// Pipeline/AspectFillScale.swift imports CVips first; HEIC/ holds no C imports.
 import CHevc
 import CJpegPlanes
 import CThumbKernels
-// CVips first: in a whole-module build the first file (by path, and HEIC/ comes
-// before Pipeline/) to see libvips's headers through another module
-// (CThumbKernels) would otherwise own their declarations, and files that import
-// CVips alone would not find its constants.
-import CVips
 import Foundation
 
 /// The HEIC route: a HEIC's primary image decoded picture by picture by
