@@ -1186,16 +1186,20 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source,
     YccHold hold = {0};
     if (compact) {
         const int ys = round_up(W, 16), cs = round_up(W / 2, 16);
-        const size_t luma = (size_t)ys * H, chroma = (size_t)cs * (H / 2);
+        // Planes the caller lets go (a HEIC's) hold the store's YCbCr in place: each
+        // stored row is written after it was read (its chroma row after its second luma row).
+        const CJpegPlanesYcc *p = source->ycc;
+        const int in_place = p && p->writable && p->y_stride == (size_t)ys && p->c_stride == (size_t)cs;
+        const size_t luma = in_place ? 0 : (size_t)ys * H, chroma = in_place ? 0 : (size_t)cs * (H / 2);
         // The edges run along the upright's height; a stored row's Cb and Cr; a chroma row's sums.
         w->ycc = malloc(luma + 2 * chroma + 2 * (size_t)UH + 2 * (size_t)W + (size_t)W * sizeof(uint16_t) + 64);
         if (!w->ycc) stop((j_common_ptr)in, "out of memory for the planes");
         hold.turn = turn_of(o);
         hold.W = W;
         hold.H = H;
-        hold.y = (Plane){w->ycc, ys};
-        hold.chroma[0] = (Plane){w->ycc + luma, cs};
-        hold.chroma[1] = (Plane){w->ycc + luma + chroma, cs};
+        hold.y = (Plane){in_place ? (unsigned char *)p->y : w->ycc, ys};
+        hold.chroma[0] = (Plane){in_place ? (unsigned char *)p->cb : w->ycc + luma, cs};
+        hold.chroma[1] = (Plane){in_place ? (unsigned char *)p->cr : w->ycc + luma + chroma, cs};
         unsigned char *rest = w->ycc + luma + 2 * chroma;
         hold.edge[0] = rest;
         hold.edge[1] = rest + UH;
@@ -1338,33 +1342,67 @@ static int finish(Work *w, int status, const CJpegPlanesJob *job, CJpegPlanesRes
 
 // MARK: - Decoded YCbCr planes (a HEIC's)
 
-// One band of RGB rows from 4:2:0 planes: each chroma sample serves its 2 × 2
-// pixels (nearest, as libheif 1.15 converts), the matrix and range as the
-// picture says, in 16-bit fixed point.
+static inline unsigned char clamp8(int32_t v) { return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+// The matrix and range as 16-bit fixed-point factors: R = Y' + rcr·V, G = Y' −
+// gcb·U − gcr·V, B = Y' + bcb·U, with Y' = yk·(Y − yoff), U = Cb − 128, V = Cr − 128.
+typedef struct {
+    int32_t yk, yoff, rcr, bcb, gcb, gcr;
+} YccFactors;
+
+static YccFactors ycc_factors(const CJpegPlanesYcc *p) {
+    const double kg = 1.0 - p->kr - p->kb;
+    const double ys = p->full_range ? 1.0 : 255.0 / 219.0, cs = p->full_range ? 1.0 : 255.0 / 224.0;
+    return (YccFactors){
+        .yk = (int32_t)(ys * 65536.0 + 0.5),
+        .yoff = p->full_range ? 0 : 16,
+        .rcr = (int32_t)(cs * 2.0 * (1.0 - p->kr) * 65536.0 + 0.5),
+        .bcb = (int32_t)(cs * 2.0 * (1.0 - p->kb) * 65536.0 + 0.5),
+        .gcb = (int32_t)(cs * 2.0 * p->kb * (1.0 - p->kb) / kg * 65536.0 + 0.5),
+        .gcr = (int32_t)(cs * 2.0 * p->kr * (1.0 - p->kr) / kg * 65536.0 + 0.5),
+    };
+}
+
+// One RGB row from a luma row and its chroma row: each chroma sample serves a
+// pair of pixels (nearest, as libheif 1.15 converts), its three terms computed
+// once for both. Written pair by pair so that the compiler vectorizes it (ten
+// times the per-pixel loop's speed on a 12 Mpx photo, the same bytes).
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void ycc_to_rgb_row(const unsigned char *restrict luma, const unsigned char *restrict cb,
+                           const unsigned char *restrict cr, int width, const YccFactors *k,
+                           unsigned char *restrict out) {
+    const int32_t yk = k->yk, yoff = k->yoff, rcr = k->rcr, bcb = k->bcb, gcb = k->gcb, gcr = k->gcr;
+    for (int j = 0; j < width / 2; j++) {
+        const int32_t u = cb[j] - 128, v = cr[j] - 128;
+        const int32_t dr = rcr * v + 32768, dg = 32768 - gcb * u - gcr * v, db = bcb * u + 32768;
+        const int32_t l0 = yk * (luma[2 * j] - yoff), l1 = yk * (luma[2 * j + 1] - yoff);
+        out[6 * j] = clamp8((l0 + dr) >> 16);
+        out[6 * j + 1] = clamp8((l0 + dg) >> 16);
+        out[6 * j + 2] = clamp8((l0 + db) >> 16);
+        out[6 * j + 3] = clamp8((l1 + dr) >> 16);
+        out[6 * j + 4] = clamp8((l1 + dg) >> 16);
+        out[6 * j + 5] = clamp8((l1 + db) >> 16);
+    }
+    if (width & 1) {
+        const int x = width - 1;
+        const int32_t u = cb[x / 2] - 128, v = cr[x / 2] - 128, l = yk * (luma[x] - yoff) + 32768;
+        out[3 * x] = clamp8((l + rcr * v) >> 16);
+        out[3 * x + 1] = clamp8((l - gcb * u - gcr * v) >> 16);
+        out[3 * x + 2] = clamp8((l + bcb * u) >> 16);
+    }
+}
+
+// One band of RGB rows from 4:2:0 planes, in the matrix and range the picture says.
 static void read_ycc_rows(Work *w, const RowSource *source, JSAMPROW *rows, int r, int n) {
     (void)w;
     const CJpegPlanesYcc *p = source->ycc;
-    const double kg = 1.0 - p->kr - p->kb;
-    const double ys = p->full_range ? 1.0 : 255.0 / 219.0, cs = p->full_range ? 1.0 : 255.0 / 224.0;
-    const int32_t yk = (int32_t)(ys * 65536.0 + 0.5), yoff = p->full_range ? 0 : 16;
-    const int32_t rcr = (int32_t)(cs * 2.0 * (1.0 - p->kr) * 65536.0 + 0.5);
-    const int32_t bcb = (int32_t)(cs * 2.0 * (1.0 - p->kb) * 65536.0 + 0.5);
-    const int32_t gcb = (int32_t)(cs * 2.0 * p->kb * (1.0 - p->kb) / kg * 65536.0 + 0.5);
-    const int32_t gcr = (int32_t)(cs * 2.0 * p->kr * (1.0 - p->kr) / kg * 65536.0 + 0.5);
-    const int W = source->width;
+    const YccFactors k = ycc_factors(p);
     for (int i = 0; i < n; i++) {
         const int y = r + i;
-        const unsigned char *restrict luma = p->y + (size_t)y * p->y_stride;
-        const unsigned char *restrict cb = p->cb + (size_t)(y / 2) * p->c_stride;
-        const unsigned char *restrict cr = p->cr + (size_t)(y / 2) * p->c_stride;
-        unsigned char *restrict out = rows[i];
-        for (int x = 0; x < W; x++) {
-            const int32_t l = yk * (luma[x] - yoff) + 32768, u = cb[x / 2] - 128, v = cr[x / 2] - 128;
-            const int32_t red = (l + rcr * v) >> 16, green = (l - gcb * u - gcr * v) >> 16, blue = (l + bcb * u) >> 16;
-            out[3 * x] = (unsigned char)(red < 0 ? 0 : red > 255 ? 255 : red);
-            out[3 * x + 1] = (unsigned char)(green < 0 ? 0 : green > 255 ? 255 : green);
-            out[3 * x + 2] = (unsigned char)(blue < 0 ? 0 : blue > 255 ? 255 : blue);
-        }
+        ycc_to_rgb_row(p->y + (size_t)y * p->y_stride, p->cb + (size_t)(y / 2) * p->c_stride,
+                       p->cr + (size_t)(y / 2) * p->c_stride, source->width, &k, rows[i]);
     }
 }
 

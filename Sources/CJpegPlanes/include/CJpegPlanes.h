@@ -98,6 +98,11 @@ typedef struct {
     double kr, kb;
     /// Full-range samples (0–255), else limited (luma 16–235, chroma 16–240).
     int full_range;
+    /// The planes may be overwritten: a turned image converted with a shaper is then
+    /// held as the store's YCbCr in them, row by row after each is read, rather than
+    /// in a copy (they must then have the hold's strides: `width` and `(width + 1) / 2`
+    /// rounded up to 16).
+    int writable;
 } CJpegPlanesYcc;
 
 /// Makes a store file and tap from decoded planes as the converted route makes

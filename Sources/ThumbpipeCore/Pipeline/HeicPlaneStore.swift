@@ -6,6 +6,7 @@ import CHevc
 import CJpegPlanes
 import CThumbKernels
 import Foundation
+import Synchronization
 
 /// The HEIC route: a HEIC's primary image decoded picture by picture by
 /// libavcodec (``HEIFContainer`` finds them, `CHevc` decodes them), its tiles'
@@ -41,6 +42,7 @@ struct HeicPlaneStore {
         defer { CThumbKernels_shaper_free(colour.shaper) }
         if let refused = colour.refused { return .init(refused: refused) }
         var planes = HEICPlanes(width: image.width, height: image.height)
+        defer { planes.recycle() }
         if let refused = spans.measure(.decode, { source.withUnsafeBytes { planes.decode(image, from: $0) } }) {
             return .init(refused: refused)
         }
@@ -49,11 +51,11 @@ struct HeicPlaneStore {
         }
         let filled = try tap(image.width, image.height, image.orientation)
         return try encode(
-            planes, matrix: matrix, image: image, shaper: colour.shaper, tap: filled, into: descriptor, spans: &spans)
+            &planes, matrix: matrix, image: image, shaper: colour.shaper, tap: filled, into: descriptor, spans: &spans)
     }
 
     private func encode(
-        _ planes: HEICPlanes, matrix: (kr: Double, kb: Double, fullRange: Bool), image: HEIFImage,
+        _ planes: inout HEICPlanes, matrix: (kr: Double, kb: Double, fullRange: Bool), image: HEIFImage,
         shaper: OpaquePointer?, tap: ThumbnailTap?, into descriptor: FileDescriptor?, spans: inout Spans
     ) throws -> JpegPlaneStore.Made {
         var job = CJpegPlanesJob(
@@ -110,26 +112,48 @@ struct HeicPlaneStore {
 }
 
 /// A HEIC's primary image as 8-bit YCbCr planes with 4:2:0 chroma, its tiles
-/// decoded one at a time into place and cropped to the image.
+/// decoded one at a time into place and cropped to the image. The planes are one
+/// buffer with rows of 16-byte multiples (the converted route's hold: a turned
+/// image is converted in place), taken from the worker's spare one and given back
+/// (``recycle()``), so a run of phone photos does not fault 18 MB in for each.
 struct HEICPlanes {
     let width: Int
     let height: Int
-    private(set) var luma: [UInt8]
-    private(set) var cb: [UInt8]
-    private(set) var cr: [UInt8]
+    let lumaStride: Int
+    let chromaStride: Int
+    private var storage: [UInt8]
     /// What the first picture's bitstream says of its matrix and range (H.273; 2 and -1 when unsaid).
     private(set) var pictureMatrix = 2
     private(set) var pictureFullRange: Int32 = -1
 
+    /// The buffer the last image gave back (a worker runs one job at a time; tests run several).
+    private static let spare = Mutex<[UInt8]>([])
+    /// The most a spare buffer keeps (a 30 Mpx image's planes).
+    private static let spareLimit = 48 << 20
+
     init(width: Int, height: Int) {
         self.width = width
         self.height = height
-        luma = [UInt8](repeating: 0, count: width * height)
-        cb = [UInt8](repeating: 128, count: ((width + 1) / 2) * ((height + 1) / 2))
-        cr = cb
+        lumaStride = (width + 15) / 16 * 16
+        chromaStride = ((width + 1) / 2 + 15) / 16 * 16
+        let needed = lumaStride * height + 2 * chromaStride * ((height + 1) / 2)
+        let taken = Self.spare.withLock { spare in
+            defer { spare = [] }
+            return spare
+        }
+        storage = taken.count >= needed ? taken : [UInt8](repeating: 0, count: needed)
     }
 
-    var chromaWidth: Int { (width + 1) / 2 }
+    /// Gives the buffer back for the next image.
+    func recycle() {
+        guard storage.count <= Self.spareLimit else { return }
+        let storage = self.storage
+        Self.spare.withLock { $0 = storage }
+    }
+
+    var chromaHeight: Int { (height + 1) / 2 }
+    private var cbOffset: Int { lumaStride * height }
+    private var crOffset: Int { cbOffset + chromaStride * chromaHeight }
 
     /// Decodes every tile of `image` into place; the reason when one cannot be.
     mutating func decode(_ image: HEIFImage, from bytes: UnsafeRawBufferPointer) -> String? {
@@ -165,24 +189,22 @@ struct HEICPlanes {
         let x0 = column * image.tileWidth, y0 = row * image.tileHeight
         let columns = min(image.tileWidth, width - x0), rows = min(image.tileHeight, height - y0)
         guard columns > 0, rows > 0 else { return }
-        let width = self.width, chromaWidth = self.chromaWidth
-        luma.withUnsafeMutableBufferPointer { out in
+        let (lumaStride, chromaStride, cbOffset, crOffset) = (self.lumaStride, self.chromaStride, cbOffset, crOffset)
+        let cx0 = x0 / 2, cy0 = y0 / 2, chromaColumns = (columns + 1) / 2, chromaRows = (rows + 1) / 2
+        storage.withUnsafeMutableBufferPointer { buffer in
+            let out = buffer.baseAddress!
             for y in 0..<rows {
-                let from = picture.plane.0! + Int(picture.stride.0) * y
-                (out.baseAddress! + (y0 + y) * width + x0).update(from: from, count: columns)
+                (out + (y0 + y) * lumaStride + x0).update(
+                    from: picture.plane.0! + Int(picture.stride.0) * y, count: columns)
             }
-        }
-        let cx0 = x0 / 2, cy0 = y0 / 2, ccolumns = (columns + 1) / 2, crows = (rows + 1) / 2
-        for (plane, source, stride) in [
-            (0, picture.plane.1!, picture.stride.1), (1, picture.plane.2!, picture.stride.2),
-        ] {
-            let write: (inout UnsafeMutableBufferPointer<UInt8>) -> Void = { out in
-                for y in 0..<crows {
-                    (out.baseAddress! + (cy0 + y) * chromaWidth + cx0).update(
-                        from: source + Int(stride) * y, count: ccolumns)
+            for (offset, source, stride) in [
+                (cbOffset, picture.plane.1!, picture.stride.1), (crOffset, picture.plane.2!, picture.stride.2),
+            ] {
+                for y in 0..<chromaRows {
+                    (out + offset + (cy0 + y) * chromaStride + cx0).update(
+                        from: source + Int(stride) * y, count: chromaColumns)
                 }
             }
-            if plane == 0 { cb.withUnsafeMutableBufferPointer(write) } else { cr.withUnsafeMutableBufferPointer(write) }
         }
     }
 
@@ -200,17 +222,19 @@ struct HEICPlanes {
         }
     }
 
-    /// Calls `body` with the planes as the encoder takes them.
-    func withPlanes<T>(kr: Double, kb: Double, fullRange: Bool, _ body: (inout CJpegPlanesYcc) -> T) -> T {
-        luma.withUnsafeBufferPointer { y in
-            cb.withUnsafeBufferPointer { cb in
-                cr.withUnsafeBufferPointer { cr in
-                    var ycc = CJpegPlanesYcc(
-                        y: y.baseAddress, cb: cb.baseAddress, cr: cr.baseAddress, y_stride: width,
-                        c_stride: chromaWidth, kr: kr, kb: kb, full_range: fullRange ? 1 : 0)
-                    return body(&ycc)
-                }
-            }
+    /// Calls `body` with the planes as the encoder takes them (and may overwrite:
+    /// a turned image is converted in place).
+    mutating func withPlanes<T>(kr: Double, kb: Double, fullRange: Bool, _ body: (inout CJpegPlanesYcc) -> T) -> T {
+        let (width, lumaStride, chromaStride, cbOffset, crOffset) = (
+            width, lumaStride, chromaStride, cbOffset, crOffset
+        )
+        return storage.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var ycc = CJpegPlanesYcc(
+                y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
+                kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
+            _ = width
+            return body(&ycc)
         }
     }
 }
