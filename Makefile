@@ -19,7 +19,7 @@ ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 
 # The release binary links the Swift runtime and Foundation statically: it needs
-# only Debian's runtime libraries (libvips42, libsqlite3-0, libseccomp2, libjpeg62-turbo, libavcodec59 and theirs).
+# only Debian's runtime libraries (libvips42, libsqlite3-0, libseccomp2, libjpeg62-turbo and theirs; libavcodec59, loaded when a worker may meet a HEIC).
 RELEASE_FLAGS = -c release --static-swift-stdlib
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/ThumbpipeCore/Reporting/RunReport.swift)
 REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)

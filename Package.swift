@@ -33,10 +33,8 @@ let cLibraries: [Target] = [
         name: "CJpegPlanes",
         dependencies: ["CJpeg", "CThumbKernels"]
     ),
-    // FFmpeg's decoders (Debian: libavcodec-dev), for a HEIC's HEVC pictures. Not
-    // through pkg-config: its only flag, -I/usr/include/x86_64-linux-gnu, puts a
-    // system directory before the others and the release build then lost libvips's
-    // enum constants; the headers are on the compiler's default path.
+    // FFmpeg's decoders' headers (Debian: libavcodec-dev), for a HEIC's HEVC
+    // pictures; the library itself is loaded by CHevc at run time, not linked.
     .systemLibrary(
         name: "CAvcodec",
         path: "Sources/CAvcodec",
@@ -46,8 +44,7 @@ let cLibraries: [Target] = [
     .target(
         name: "CHevc",
         dependencies: ["CAvcodec"],
-        // A C target does not import its dependency's module, so not its links either.
-        linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("avutil")]
+        linkerSettings: [.linkedLibrary("dl")]
     ),
     // The few glibc calls Swift's Glibc module does not export (renameat2,
     // sync_file_range, mallopt): declared only under _GNU_SOURCE.

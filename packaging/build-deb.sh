@@ -51,6 +51,10 @@ rm -rf "$SHLIB" && mkdir -p "$SHLIB/debian"
 printf 'Source: thumbpipe\n\nPackage: thumbpipe\nArchitecture: any\n' > "$SHLIB/debian/control"
 depends=$(cd "$SHLIB" && dpkg-shlibdeps -O "$OLDPWD/$STAGE/usr/bin/thumbpipe" | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# libavcodec is loaded at run time (dlopen, CHevc.h says why), so dpkg-shlibdeps
+# cannot see it: the package of the major version the binary was built against.
+avcodec="libavcodec$(pkg-config --modversion libavcodec | cut -d. -f1)"
+depends="$depends, $avcodec"
 
 cat > "$STAGE/DEBIAN/control" <<CONTROL
 Package: thumbpipe

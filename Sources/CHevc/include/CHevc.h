@@ -8,6 +8,11 @@
 // parameter sets and slices in Annex B form. The decoder runs on one thread
 // (the worker is one of `--jobs` processes) and its frame is borrowed until the
 // next call. Nothing here reads a file or the container: bytes in, planes out.
+//
+// libavcodec is loaded with dlopen, not linked: it brings some forty libraries
+// (every codec FFmpeg is built with), which took a process's start-up from 32
+// to 62 ms; linked, the parent and every command would pay that. A worker loads
+// it before it enters its sandbox (CHevc_load), and only when HEIF is allowed.
 #ifndef CHEVC_H
 #define CHEVC_H
 
@@ -29,7 +34,12 @@ typedef struct {
     int full_range, matrix;
 } CHevcPicture;
 
-/// A decoder on one thread; NULL when libavcodec has no HEVC decoder or no memory.
+/// Loads libavcodec and libavutil (the major versions compiled against) once:
+/// 0, or -1 when they cannot be loaded (then no decoder opens).
+int CHevc_load(void);
+
+/// A decoder on one thread (loading libavcodec first if needed); NULL when it
+/// cannot be loaded, has no HEVC decoder, or there is no memory.
 CHevcDecoder *CHevc_open(void);
 
 /// Decodes one picture (Annex B bytes: parameter sets, then its slices). 0 with
@@ -40,7 +50,8 @@ int CHevc_decode(CHevcDecoder *decoder, const uint8_t *data, size_t size, CHevcP
 
 void CHevc_close(CHevcDecoder *decoder);
 
-/// libavcodec's version (LIBAVCODEC_VERSION_INT of the library loaded), for --version and the fingerprints.
+/// The libavcodec version compiled against (LIBAVCODEC_VERSION_INT), for --version
+/// and the fingerprints; a process that loaded none names it all the same.
 unsigned CHevc_libavcodecVersion(void);
 
 #endif

@@ -23,6 +23,13 @@ struct HeicPlaneStore {
     /// `THUMBPIPE_HEIC_PLANES=off` leaves every HEIC to libvips (to compare).
     static let disabled = ProcessInfo.processInfo.environment["THUMBPIPE_HEIC_PLANES"] == "off"
 
+    /// Loads the HEVC decoder (libavcodec, by dlopen) when `formats` allow HEIF and the
+    /// route is on: a worker calls it before it enters its sandbox. Without it the
+    /// route loads it on its first HEIC (tests, which run items in process).
+    static func prepare(formats: ImageFormats) {
+        if formats.contains(.heif) && !disabled { _ = CHevc_load() }
+    }
+
     /// Makes the thumbnail tap (`tap` gets the stored size and the orientation)
     /// and, with a `descriptor`, the store file; nothing and a reason when refused.
     func write(
