@@ -25,6 +25,10 @@ struct ItemPlanTests {
         var planeFactor = 0
         /// A turned source held as coded through its decode.
         var held = false
+        var alpha = false
+        var heicPlanes = true
+        /// The HEIC route.
+        var heic = false
         var testDescription: String { name }
     }
 
@@ -109,19 +113,37 @@ struct ItemPlanTests {
             name: "store.keepMetadata", keepMetadata: true, decode: .tap(factor: 18), onPlanes: true,
             store: .libvips("store.keepMetadata"), blocks: true, means: true,
             planeFactor: 16),
+        Row(
+            name: "a phone HEIC: the HEIC route for both", width: 4032, height: 3024, format: "HEIF", colour: nil,
+            decode: .tap(factor: 18), onPlanes: false, store: .planesConverted, heic: true),
+        Row(
+            name: "a HEIC with alpha: libvips", width: 4032, height: 3024, format: "HEIF", colour: nil,
+            decode: .tap(factor: 18), onPlanes: false, store: .libvips(nil), alpha: true),
+        Row(
+            name: "a HEIC, store.keepMetadata: the thumbnail on the HEIC route, the store on libvips", width: 4032,
+            height: 3024, format: "HEIF", colour: nil, keepMetadata: true, decode: .tap(factor: 18), onPlanes: false,
+            store: .libvips("store.keepMetadata"), heic: true),
+        Row(
+            name: "a HEIC with the route off (THUMBPIPE_HEIC_PLANES=off): libvips", width: 4032, height: 3024,
+            format: "HEIF", colour: nil, decode: .tap(factor: 18), onPlanes: false, store: .libvips(nil),
+            heicPlanes: false),
+        Row(
+            name: "a HEIC over 30 Mpx: libvips", width: 8000, height: 4000, format: "HEIF", colour: nil,
+            decode: .tap(factor: 25), onPlanes: false, store: .libvips(nil)),
     ]
 
     @Test(arguments: rows)
     func route(_ row: Row) {
         let header = SourceHeader(
             width: row.width, height: row.height, orientation: row.turned, format: row.format,
-            hasAlpha: false, shrink: .integer, jpegColour: row.colour)
+            hasAlpha: row.alpha, shrink: .integer, jpegColour: row.colour)
         var store = PipelineSettings.Store()
         store.orientation = row.orientation
         store.keepMetadata = row.keepMetadata
         let plan = ItemPlan.make(
             header: header, makeStore: row.makeStore, canvasWidth: 80, canvasHeight: 80, store: store,
-            planes: row.planes)
+            planes: row.planes, heicPlanes: row.heicPlanes)
+        #expect((plan.onHEIC != nil) == row.heic)
         #expect(plan.decode == row.decode)
         #expect((plan.onPlanes != nil) == row.onPlanes)
         #expect(plan.store == row.store)
@@ -137,7 +159,7 @@ struct ItemPlanTests {
             let header = SourceHeader(
                 width: row.width, height: row.height, orientation: row.turned, format: row.format,
 
-                hasAlpha: false, shrink: .integer, jpegColour: row.colour)
+                hasAlpha: row.alpha, shrink: .integer, jpegColour: row.colour)
             var plans: Set<[Int]> = []
             for orientation in [PipelineSettings.StoreOrientation.rotate, .tag] {
                 for keep in [false, true] {
@@ -147,7 +169,7 @@ struct ItemPlanTests {
                     plans.insert(
                         ItemPlan.make(
                             header: header, makeStore: true, canvasWidth: 80, canvasHeight: 80, store: store,
-                            planes: row.planes
+                            planes: row.planes, heicPlanes: row.heicPlanes
                         ).thumbnailRoute)
                 }
             }
@@ -195,6 +217,6 @@ func turnKeepsBlocks() {
 extension ItemPlan {
     /// What of the plan decides a thumbnail's bytes: its tap's reader, whether it reads blocks' means, its factor.
     fileprivate var thumbnailRoute: [Int] {
-        [onPlanes == nil ? 0 : 1, onPlanes?.tapMeans == true ? 1 : 0, onPlanes?.tapFactor ?? 0]
+        [onHEIC != nil ? 2 : onPlanes == nil ? 0 : 1, onPlanes?.tapMeans == true ? 1 : 0, onPlanes?.tapFactor ?? 0]
     }
 }

@@ -207,10 +207,13 @@ public struct ItemJobRunner: Sendable {
         // Decoding and colour happen inside whatever pulls the pixels: timed apart.
         let clocks = PipelineClocks()
         switch plan {
-        case .planes(let planes):
-            if let refused = try planeItem(
-                job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
-            {
+        case .planes(let planes), .heic(let planes):
+            let isHEIC = if case .heic = plan { true } else { false }
+            let refused =
+                isHEIC
+                ? try heicItem(job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
+                : try planeItem(job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
+            if let refused {
                 // A change of plan, recorded: libvips for both, the attempt's time kept.
                 outcome.storeReason = refused
                 try tapThenStore(
@@ -222,16 +225,6 @@ public struct ItemJobRunner: Sendable {
                 try writeStore(job, outcome: &outcome, spans: &spans, clocks: clocks) {
                     try thumbnailer.decode.fullSize(path, header: header, clocks: clocks)
                 }
-            }
-        case .heic(let planes):
-            if let refused = try heicItem(
-                job, source: path, header: header, planes: planes, outcome: &outcome, spans: &spans)
-            {
-                // The route's refusal, recorded: libvips for both, the attempt's time kept.
-                outcome.storeReason = refused
-                try tapThenStore(
-                    job, source: path, header: header, factor: planes.factor, clocks: clocks, outcome: &outcome,
-                    spans: &spans)
             }
         case .tap(let factor, _):
             try tapThenStore(
@@ -321,7 +314,7 @@ public struct ItemJobRunner: Sendable {
         _ job: Job, source: SourceBytes, header: SourceHeader, planes: ItemPlan.Planes, outcome: inout ItemOutcome,
         spans: inout Spans
     ) throws -> String? {
-        let writesStore = job.makeStore && planes.store != .none
+        let writesStore = job.makeStore && planes.store == .planesConverted
         // The tap reads the tiles as stored; the turn is the container's (libvips's
         // header gives the turned size, orientation 1).
         var stored = header

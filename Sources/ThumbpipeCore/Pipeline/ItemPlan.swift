@@ -86,6 +86,12 @@ enum ItemPlan: Sendable, Equatable {
         return nil
     }
 
+    /// The HEIC route's needs, when the item takes it.
+    var onHEIC: Planes? {
+        if case .heic(let planes) = self { return planes }
+        return nil
+    }
+
     /// The smallest tap factor read from blocks' means, and what it is rounded to
     /// a multiple of: a 4:2:0 JPEG's chroma block covers 16 × 16 pixels. (The
     /// tap's Lanczos3 then shrinks by more than the 2× it leaves at least.)
@@ -181,18 +187,20 @@ enum ItemPlan: Sendable, Equatable {
     }
 
     /// The HEIC route's plan for a HEIF source, or nil when libvips decodes it (it
-    /// has alpha, the route is off, or a decode or store the route does not make).
+    /// has alpha, or a size or decode the route does not take). Store settings the
+    /// route cannot serve send the store to libvips, never the thumbnail.
     private static func heic(
         _ header: SourceHeader, sourceBytes: Int, decode: DecodePlan, makeStore: Bool, store: PipelineSettings.Store
     ) -> ItemPlan? {
         guard header.format == ImageFormat.heif.displayName, !header.hasAlpha,
             Int64(sourceBytes) <= StorePath.maxFileBytes, header.width * header.height <= DecodePlan.inMemoryLimit,
-            case .tap(let factor) = decode, !makeStore || reasonOffPlanes(store) == nil
+            case .tap(let factor) = decode
         else { return nil }
+        let storeRoute: Store = !makeStore ? .none : reasonOffPlanes(store).map { .libvips($0) } ?? .planesConverted
         return .heic(
             Planes(
                 factor: factor, tapFactor: factor, tapMeans: false, blocks: false, holdTurned: true,
-                store: makeStore ? .planesConverted : .none))
+                store: storeRoute))
     }
 
     /// Why a source's pixels are not read through its planes, or nil when they are.
