@@ -24,10 +24,17 @@ struct HeicPlaneStore {
     static let disabled = ProcessInfo.processInfo.environment["THUMBPIPE_HEIC_PLANES"] == "off"
 
     /// Loads the HEVC decoder (libavcodec, by dlopen) when `formats` allow HEIF and the
-    /// route is on: a worker calls it before it enters its sandbox. Without it the
-    /// route loads it on its first HEIC (tests, which run items in process).
+    /// route is on: a worker that expects a HEIC calls it before it enters its sandbox.
+    /// Without it the route loads it on its first HEIC (a HEIC named otherwise, in
+    /// its worker's sandbox; tests that run items in process).
     static func prepare(formats: ImageFormats) {
         if formats.contains(.heif) && !disabled { _ = CHevc_load() }
+    }
+
+    /// Whether `path` is named like a HEIC.
+    static func namedLikeHEIC(_ path: String) -> Bool {
+        let dot = path.lastIndex(of: ".").map { path[path.index(after: $0)...].lowercased() }
+        return dot == "heic" || dot == "heif" || dot == "hif"
     }
 
     /// Makes the thumbnail tap (`tap` gets the stored size and the orientation)

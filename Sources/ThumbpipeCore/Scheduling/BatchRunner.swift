@@ -68,7 +68,7 @@ public final class BatchRunner: Sendable {
         }
         let supervisor = try Supervisor(
             executable: options.workerExecutable, settings: settings, output: options.output,
-            sandbox: options.sandbox)
+            sandbox: options.sandbox, expectsHEIC: expectsHEIC)
         defer { supervisor.reapExiting() }
         let (sink, sampled) = try runSlots(supervisor: supervisor, archivePath: archivePath, cancel: cancel)
         if let error = cancel.signal != 0 ? RunCancelled(signal: cancel.signal) : sampled.fatal {
@@ -206,5 +206,14 @@ public final class BatchRunner: Sendable {
                 jobs: options.jobs, wallSeconds: Double(Spans.now - started) / 1e9,
                 slots: slotClocks.withLock { $0 }, startups: supervisor.workerStartups),
             stages: timings.summary(), machine: machine)
+    }
+
+    /// Whether an item this run decodes is named like a HEIC (`.heic`, `.heif`, `.hif`):
+    /// its workers then load the HEVC decoder before their sandbox.
+    var expectsHEIC: Bool {
+        manifest.items.indices.contains { index in
+            if let work = plan?.work[index], !work.needsThumbnail && !work.needsStore { return false }
+            return manifest.items[index].imagePath.map(HeicPlaneStore.namedLikeHEIC) ?? false
+        }
     }
 }

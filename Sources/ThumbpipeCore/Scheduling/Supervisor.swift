@@ -34,13 +34,17 @@ final class Supervisor: Sendable {
     }
 
     /// Prepares workers of `executable` for `settings`, their scratch folders in `output`.
-    init(executable: String, settings: PipelineSettings, output: OutputFolder, sandbox: SandboxMode = .auto) throws {
+    /// - Parameter expectsHEIC: some item to be done is named like a HEIC (its workers load the HEVC decoder).
+    init(
+        executable: String, settings: PipelineSettings, output: OutputFolder, sandbox: SandboxMode = .auto,
+        expectsHEIC: Bool = false
+    ) throws {
         self.executable = executable
         self.sandbox = sandbox
         self.output = output
         timeoutSeconds = settings.limits.timeoutSeconds
         check = WorkerReply(settings: settings)
-        hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings))
+        hello = try WorkerProtocol.encode(WorkerProtocol.Hello(settings: settings, expectsHEIC: expectsHEIC))
         environment = VipsModules.workerEnvironment(allowing: settings.limits.formats)
     }
 

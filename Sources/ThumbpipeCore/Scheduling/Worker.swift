@@ -75,7 +75,7 @@ public enum Worker {
             return 70
         }
         // libavcodec is loaded now, outside the sandbox and the cap, when a HEIC may come.
-        HeicPlaneStore.prepare(formats: limits.formats)
+        if hello.expectsHEIC { HeicPlaneStore.prepare(formats: limits.formats) }
         // The cap counts from here: libvips and its modules are mapped (a module
         // that cannot map is an environment error, never a source's failure).
         if limits.workerMemoryBytes > 0 {

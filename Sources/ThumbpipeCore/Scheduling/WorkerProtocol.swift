@@ -18,6 +18,10 @@ enum WorkerProtocol {
     /// What a worker needs before its first job.
     struct Hello: Codable {
         var settings: PipelineSettings
+        /// Some item to be done is named like a HEIC: the worker loads the HEVC
+        /// decoder before its sandbox (``HeicPlaneStore/prepare(formats:)``); other
+        /// runs do not map it at all.
+        var expectsHEIC = false
     }
 
     /// How a read ended.
