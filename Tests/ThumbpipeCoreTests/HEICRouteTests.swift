@@ -68,6 +68,11 @@ struct HEICRouteTests {
         let ispe = try #require(Self.find([0x69, 0x73, 0x70, 0x65, 0, 0, 0, 0, 0, 0, 0x0F, 0xC0], in: huge))
         huge.replaceSubrange((ispe + 8)..<(ispe + 12), with: [0x7F, 0xFF, 0xFF, 0xFF])
         #expect(throws: HEIFRefusal.self) { try Self.parse(huge).get() }
+        // Both sides 2^32 - 1, whose product overflows (the fuzzer's first finding): refused, no trap.
+        var overflowing = iPhone
+        overflowing.replaceSubrange((ispe + 8)..<(ispe + 16), with: [UInt8](repeating: 0xFF, count: 8))
+        #expect(throws: HEIFRefusal.self) { try Self.parse(overflowing).get() }
+        #expect(throws: HEIFRefusal.self) { try Self.parse(overflowing, maxPixels: 0).get() }
         // Not HEIF at all, empty, a box that overruns.
         #expect(throws: HEIFRefusal.self) {
             try Self.parse(try Self.bytes(TestPaths.fixture("photos/Nikon-D3100.jpg"))).get()

@@ -78,8 +78,11 @@ extension HEIFMeta {
         try refuseAlpha(of: id)
         let own = try described(id)
         guard let size = own.size, size.width > 0, size.height > 0 else { throw HEIFRefusal("no size ('ispe')") }
-        guard maxPixels <= 0 || size.width * size.height <= maxPixels else {
-            throw HEIFRefusal("\(size.width) × \(size.height) is over limits.maxPixels")
+        // Each side may be up to 2^32 - 1: their product is checked, not computed blindly.
+        let (pixels, overflow) = size.width.multipliedReportingOverflow(by: size.height)
+        guard !overflow, pixels <= (maxPixels > 0 ? maxPixels : DecodePlan.inMemoryLimit) else {
+            throw HEIFRefusal(
+                "\(size.width) × \(size.height) is over \(maxPixels > 0 ? "limits.maxPixels" : "the route's 30 Mpx")")
         }
         var tileIDs = [id]
         var grid = (columns: 1, rows: 1, width: size.width, height: size.height)
