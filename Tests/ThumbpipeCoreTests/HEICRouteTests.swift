@@ -73,6 +73,10 @@ struct HEICRouteTests {
         overflowing.replaceSubrange((ispe + 8)..<(ispe + 16), with: [UInt8](repeating: 0xFF, count: 8))
         #expect(throws: HEIFRefusal.self) { try Self.parse(overflowing).get() }
         #expect(throws: HEIFRefusal.self) { try Self.parse(overflowing, maxPixels: 0).get() }
+        // Two tiles' extents each naming the whole file: their bytes add up to more than it.
+        #expect(
+            Self.parse(try Self.tilesNamingTheWholeFile(iPhone))
+                == .failure(HEIFRefusal("tiles whose bytes add up to more than the file")))
         // Not HEIF at all, empty, a box that overruns.
         #expect(throws: HEIFRefusal.self) {
             try Self.parse(try Self.bytes(TestPaths.fixture("photos/Nikon-D3100.jpg"))).get()
@@ -81,6 +85,36 @@ struct HEICRouteTests {
         var overrun = iPhone
         overrun[0...3] = [0x7F, 0xFF, 0xFF, 0xFF]
         #expect(Self.parse(overrun) == .failure(HEIFRefusal("a 'ftyp' box overruns its parent")))
+    }
+
+    /// The iPhone file with its first two items' extents (two of its tiles) set to
+    /// offset 0 and the file's length, in its `iloc` (version 1, 4-byte fields).
+    static func tilesNamingTheWholeFile(_ file: [UInt8]) throws -> [UInt8] {
+        var bytes = file
+        let iloc = try #require(find(Array("iloc".utf8), in: bytes)) + 4
+        func read(_ at: Int, _ size: Int) -> Int { (0..<size).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
+        try #require(bytes[iloc] == 1 && bytes[iloc + 4] == 0x44 && bytes[iloc + 5] == 0x00)
+        var at = iloc + 8
+        for _ in 0..<read(iloc + 6, 2) {
+            let id = read(at, 2)
+            at += 6
+            let extents = read(at, 2)
+            at += 2
+            for _ in 0..<extents {
+                if id == 1 || id == 2 {
+                    bytes.replaceSubrange(at..<(at + 4), with: [0, 0, 0, 0])
+                    let length = bytes.count
+                    bytes.replaceSubrange(
+                        (at + 4)..<(at + 8),
+                        with: [
+                            UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF),
+                            UInt8(length & 0xFF),
+                        ])
+                }
+                at += 8
+            }
+        }
+        return bytes
     }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

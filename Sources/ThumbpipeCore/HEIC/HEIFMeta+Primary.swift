@@ -126,6 +126,10 @@ extension HEIFMeta {
             tiles.append(try itemExtents(tile))
         }
         guard let tileSize, let configuration else { throw HEIFRefusal("no tiles") }
+        // Tiles whose extents overlap (each naming the whole file, say) would have the
+        // decoder copy and chew the same bytes a thousand times: a real file's do not.
+        let total = tiles.reduce(0) { sum, extents in sum + extents.reduce(0) { $0 + $1.count } }
+        guard total <= bytes.count else { throw HEIFRefusal("tiles whose bytes add up to more than the file") }
         try checkCoverage(grid: grid, tile: tileSize)
         let (sets, lengthSize) = try HEVCConfiguration.annexB(configuration)
         let nclx = own.nclx ?? tileColour?.nclx
