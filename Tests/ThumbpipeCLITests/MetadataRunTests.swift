@@ -226,14 +226,12 @@ extension MetadataRunTests {
             let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").filter {
                 !$0.hasPrefix(".") && $0 != "items.archive"
             }
-            return try Dictionary(
-                uniqueKeysWithValues: names.map {
-                    (
-                        $0,
-                        try FileManager.default.attributesOfItem(atPath: folder + "/out/" + $0)[.modificationDate]
-                            as! Date
-                    )
-                })
+            var times: [String: Date] = [:]
+            for name in names {
+                let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/out/" + name)
+                times[name] = try #require(attributes[.modificationDate] as? Date)
+            }
+            return times
         }
         let storeBefore = try storeTimes()
         #expect(storeBefore.count == 2)

@@ -247,7 +247,6 @@ struct HEICPlanes {
             var ycc = CJpegPlanesYcc(
                 y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
                 kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
-            _ = width
             return body(&ycc)
         }
     }

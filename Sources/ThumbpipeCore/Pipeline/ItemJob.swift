@@ -297,13 +297,7 @@ public struct ItemJobRunner: Sendable {
                     width: width, height: height, bands: 3, factor: planes.tapFactor, orientation: header.orientation)
             }, spans: &spans)
         if let refused = made.refused { return refused }
-        if made.wroteStore {
-            outcome.storeWritten = true
-            outcome.storePath = made.path
-        }
-        if let tap = made.tap {
-            outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
-        }
+        try take(made, header: header, outcome: &outcome, spans: &spans)
         return nil
     }
 
@@ -327,14 +321,22 @@ public struct ItemJobRunner: Sendable {
                     width: width, height: height, bands: 3, factor: planes.tapFactor, orientation: orientation)
             }, spans: &spans)
         if let refused = made.refused { return "HEIC route: " + refused }
+        try take(made, header: stored, outcome: &outcome, spans: &spans)
+        return nil
+    }
+
+    /// What a plane route made, into the outcome: its store file, and the thumbnail
+    /// from its tap (scaled and turned as `header` says).
+    private func take(
+        _ made: JpegPlaneStore.Made, header: SourceHeader, outcome: inout ItemOutcome, spans: inout Spans
+    ) throws {
         if made.wroteStore {
             outcome.storeWritten = true
             outcome.storePath = made.path
         }
         if let tap = made.tap {
-            outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: stored, spans: &spans).pixels)
+            outcome.thumbnailPixels = Data(try thumbnailer.pixels(fromTap: tap, header: header, spans: &spans).pixels)
         }
-        return nil
     }
 
     /// Runs a libvips step, turning its error into the item's failure.
