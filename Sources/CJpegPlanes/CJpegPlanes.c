@@ -1,4 +1,5 @@
 #include "CJpegPlanes.h"
+#include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1406,6 +1407,64 @@ static void read_ycc_rows(Work *w, const RowSource *source, JSAMPROW *rows, int 
     }
 }
 
+// Planes in JPEG's own YCbCr (BT.601, full range) of an upright image without a
+// profile to convert are the store's planes already: no RGB is made. They go to
+// the encoder as raw data band by band (each band's right edge repeated in place
+// in the planes' stride when they are writable, else in a copy; the last band
+// copied and its last row repeated down, as libjpeg pads), and the tap reads the
+// same bands (JFIF's conversion of each block's means, as the JPEG planes' tap).
+static int planes_are_jfif(const CJpegPlanesYcc *p) {
+    return p->full_range && fabs(p->kr - 0.299) < 1e-9 && fabs(p->kb - 0.114) < 1e-9;
+}
+
+static void run_jfif_planes(Work *w, const CJpegPlanesJob *job, const CJpegPlanesYcc *p, CJpegPlanesResult *result) {
+    const int W = job->width, H = job->height, cw = (W + 1) / 2;
+    const int eys = round_up(W, 16), ecs = round_up(cw, 16);
+    const int in_place = p->writable && p->y_stride >= (size_t)eys && p->c_stride >= (size_t)ecs;
+    w->bands = malloc(band_bytes(eys, ecs) + 64);
+    if (!w->bands) stop((j_common_ptr)&w->in, "out of memory for the bands");
+    const Band copy = band_at(w->bands, eys, ecs);
+    if (job->quality > 0) start_encoder(w, job, W, H, JCS_YCbCr);
+    for (int r = 0; r < H; r += 16) {
+        const int64_t start = now_ns();
+        const int rows = H - r < 16 ? H - r : 16, chroma_rows = (rows + 1) / 2;
+        Band band = {{(unsigned char *)p->y + (size_t)r * p->y_stride, (int)p->y_stride},
+                     {(unsigned char *)p->cb + (size_t)(r / 2) * p->c_stride, (int)p->c_stride},
+                     {(unsigned char *)p->cr + (size_t)(r / 2) * p->c_stride, (int)p->c_stride}};
+        if (rows < 16 || !in_place) {
+            for (int i = 0; i < rows; i++) memcpy(copy.y.p + (size_t)i * eys, band.y.p + (size_t)i * band.y.stride, W);
+            for (int i = 0; i < chroma_rows; i++) {
+                memcpy(copy.cb.p + (size_t)i * ecs, band.cb.p + (size_t)i * band.cb.stride, cw);
+                memcpy(copy.cr.p + (size_t)i * ecs, band.cr.p + (size_t)i * band.cr.stride, cw);
+            }
+            band = copy;
+        }
+        JSAMPROW yrows[16], cbrows[8], crrows[8];
+        for (int i = 0; i < 16; i++) yrows[i] = band.y.p + (size_t)i * band.y.stride;
+        for (int i = 0; i < 8; i++) {
+            cbrows[i] = band.cb.p + (size_t)i * band.cb.stride;
+            crrows[i] = band.cr.p + (size_t)i * band.cr.stride;
+        }
+        if (job->tap && CThumbKernels_tap_add_ycbcr_rows(job->tap, r, rows, yrows, cbrows, crrows, 1, 1,
+                                                         band.y.stride, band.cb.stride))
+            stop((j_common_ptr)&w->in, "the tap refused the planes");
+        const int64_t tapped = now_ns();
+        w->decode_ns += tapped - start;
+        if (job->quality <= 0) continue;
+        pad_band(band.y, W, rows, 16);
+        pad_band(band.cb, cw, chroma_rows, 8);
+        pad_band(band.cr, cw, chroma_rows, 8);
+        write_band(w, band.y, band.cb, band.cr);
+        w->encode_ns += now_ns() - tapped;
+    }
+    if (job->quality <= 0) return;
+    const int64_t start = now_ns();
+    jpeg_finish_compress(&w->out);
+    w->encode_ns += now_ns() - start;
+    result->size = (unsigned long)(w->sink.capacity - w->sink.pub.free_in_buffer);
+    result->jfif = 1;
+}
+
 int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *job, CJpegPlanesResult *result,
                            char *error, size_t error_size) {
     memset(result, 0, sizeof *result);
@@ -1423,8 +1482,13 @@ int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *j
     w->errors.error_size = error_size;
     int status = -1;
     if (setjmp(w->errors.jump) == 0) {
-        const RowSource source = {job->width, job->height, read_ycc_rows, planes};
-        run_rgb(w, job, &source, result);
+        const int upright = job->orientation < 2 || job->orientation > 8;
+        if (!job->shaper && upright && planes_are_jfif(planes)) {
+            run_jfif_planes(w, job, planes, result);
+        } else {
+            const RowSource source = {job->width, job->height, read_ycc_rows, planes};
+            run_rgb(w, job, &source, result);
+        }
         status = 0;
     }
     return finish(w, status, job, result);

@@ -11,6 +11,7 @@ import ThumbpipeTestSupport
 struct HEICRouteTests {
     static let iPhone = TestPaths.fixture("photos/Apple-iPhone-13-Pro-Max.HEIC")
     static let small = TestPaths.fixture("edge/heic-small_image.heic")
+    static let oddJFIF = TestPaths.fixture("photos/Oppo-R7-Plus-odd.heic")
 
     static func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
 
@@ -145,6 +146,30 @@ struct HEICRouteTests {
         guard a.pixels.count == reference.pixels.count, b.pixels.count == reference.pixels.count else { return }
         let (pa, pb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
         #expect(pa >= pb - 0.5, "route \(pa) dB, libvips \(pb) dB")
+        let ta = try DecodedTestImage.load(png: try #require(route.thumbnail))
+        let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
+        #expect(psnr(ta.pixels, tb.pixels) >= 32, "thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
+    }
+
+    @Test(
+        "An upright sRGB HEIC in JPEG's YCbCr is encoded as decoded: odd sides cropped from its grid, as close to libheif's pixels as libvips's route"
+    )
+    func asDecoded() throws {
+        let reference = try DecodedTestImage.load(Self.oddJFIF, autorotate: true, lcms: false)
+        let route = try Self.store(Self.oddJFIF, heic: true)
+        let libvips = try Self.store(Self.oddJFIF, heic: false)
+        #expect(route.path == .heicPlanesAsDecoded)
+        let a = try PlanePathTests.decoded(route.bytes), b = try PlanePathTests.decoded(libvips.bytes)
+        #expect(a.width == 779 && a.height == 1037, "\(a.width)×\(a.height)")
+        guard a.pixels.count == reference.pixels.count, b.pixels.count == reference.pixels.count else { return }
+        let (pa, pb) = (psnr(a.pixels, reference.pixels), psnr(b.pixels, reference.pixels))
+        #expect(pa >= pb - 0.5, "route \(pa) dB, libvips \(pb) dB")
+        // The last column and row (the edges the encoder repeats) as close as the rest.
+        let edge =
+            (0..<1037).flatMap { y in (0..<3).map { (y * 779 + 778) * 3 + $0 } }
+            + (0..<779 * 3).map { 1036 * 779 * 3 + $0 }
+        let edgePSNR = psnr(edge.map { a.pixels[$0] }, edge.map { reference.pixels[$0] })
+        #expect(edgePSNR >= pb - 3, "edges \(edgePSNR) dB")
         let ta = try DecodedTestImage.load(png: try #require(route.thumbnail))
         let tb = try DecodedTestImage.load(png: try #require(libvips.thumbnail))
         #expect(psnr(ta.pixels, tb.pixels) >= 32, "thumbnail \(psnr(ta.pixels, tb.pixels)) dB")

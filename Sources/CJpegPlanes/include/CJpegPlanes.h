@@ -74,6 +74,9 @@ typedef struct {
     /// Whether a turned source was held as coded through its decode, or converted,
     /// as the store's YCbCr (`hold_turned`).
     int held;
+    /// Whether decoded planes were encoded as they are (CJpegPlanes_encode_ycc:
+    /// upright, no shaper, BT.601 full range), no RGB made.
+    int jfif;
 } CJpegPlanesResult;
 
 /// Decodes `jpeg` (the file's bytes) band by band, feeds `job->tap`, and with
@@ -110,6 +113,10 @@ typedef struct {
 /// 2 × 2 pixels, as libheif 1.15 converts), to sRGB through `job->shaper` when
 /// set, fed to `job->tap`, and with a quality encoded as a baseline 4:2:0 JPEG
 /// turned upright by `job->orientation` (`blocks`, `tap_means` do not apply).
+/// Planes of an upright image in JPEG's own YCbCr (BT.601, full range) without
+/// a shaper are encoded as they are instead, and tapped as a JPEG's planes are
+/// (`result->jfif`): the same samples, no RGB made (writable planes have their
+/// rows' ends past `width` overwritten with its edge).
 int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *job, CJpegPlanesResult *result,
                            char *error, size_t error_size);
 

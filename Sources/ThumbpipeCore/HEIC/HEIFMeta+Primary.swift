@@ -215,21 +215,46 @@ enum HEVCConfiguration {
     static func picture(_ bytes: UnsafeRawBufferPointer, extents: [Range<Int>], lengthSize: Int, parameterSets: [UInt8])
         -> [UInt8]?
     {
-        var out = parameterSets
+        var out: [UInt8] = []
+        var joined: [UInt8] = []
+        return picture(
+            bytes, extents: extents, lengthSize: lengthSize, parameterSets: parameterSets, into: &out, joining: &joined)
+            ? out : nil
+    }
+
+    /// ``picture(_:extents:lengthSize:parameterSets:)`` into `out` (replaced, its
+    /// capacity kept for the next tile; `joined` holds a picture of several extents
+    /// joined); false when a length overruns the bytes.
+    static func picture(
+        _ bytes: UnsafeRawBufferPointer, extents: [Range<Int>], lengthSize: Int, parameterSets: [UInt8],
+        into out: inout [UInt8], joining joined: inout [UInt8]
+    ) -> Bool {
+        out.removeAll(keepingCapacity: true)
+        out += parameterSets
         out.reserveCapacity(parameterSets.count + extents.reduce(0) { $0 + $1.count } + 64)
-        var pending: [UInt8] = []
-        for range in extents { pending += bytes[range] }
+        guard extents.count != 1 else {
+            return annexB(UnsafeRawBufferPointer(rebasing: bytes[extents[0]]), lengthSize, &out)
+        }
+        joined.removeAll(keepingCapacity: true)
+        for range in extents { joined += bytes[range] }
+        return joined.withUnsafeBytes { annexB($0, lengthSize, &out) }
+    }
+
+    private static let startCode: [UInt8] = [0, 0, 0, 1]
+
+    /// Appends the NAL units of `pending` (each after its length) to `out`, each after a start code.
+    private static func annexB(_ pending: UnsafeRawBufferPointer, _ lengthSize: Int, _ out: inout [UInt8]) -> Bool {
         var at = 0
         while at < pending.count {
-            guard at + lengthSize <= pending.count else { return nil }
+            guard at + lengthSize <= pending.count else { return false }
             var length = 0
             for i in 0..<lengthSize { length = length << 8 | Int(pending[at + i]) }
             at += lengthSize
-            guard length > 0, length <= pending.count - at else { return nil }
-            out += [0, 0, 0, 1]
-            out += pending[at..<(at + length)]
+            guard length > 0, length <= pending.count - at else { return false }
+            out.append(contentsOf: startCode)
+            out += UnsafeRawBufferPointer(rebasing: pending[at..<(at + length)])
             at += length
         }
-        return out
+        return true
     }
 }

@@ -100,7 +100,9 @@ struct HeicPlaneStore {
                 throw ThumbpipeError(.ioError, "store file: write failed: \(error)")
             }
         }
-        return .init(tap: tap, wroteStore: true, path: shaper == nil ? .heicPlanes : .heicPlanesConverted)
+        let path: StorePath =
+            shaper != nil ? .heicPlanesConverted : result.jfif != 0 ? .heicPlanesAsDecoded : .heicPlanes
+        return .init(tap: tap, wroteStore: true, path: path)
     }
 
     /// The conversion to sRGB the image's colour needs: none for sRGB (by its
@@ -155,7 +157,16 @@ struct HEICPlanes {
             defer { spare = [] }
             return spare
         }
-        storage = taken.count >= needed ? taken : [UInt8](repeating: 0, count: needed)
+        // A new buffer is not zeroed (every byte the encoder reads is decoded first), and is
+        // made a quarter larger than asked, so that a slightly larger next image fits.
+        storage =
+            taken.count >= needed
+            ? taken : Self.uninitialized(needed <= Self.spareLimit ? min(Self.spareLimit, needed + needed / 4) : needed)
+    }
+
+    /// `count` bytes, left as the allocator gives them (pages untouched until written).
+    private static func uninitialized(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
     /// Gives the buffer back for the next image.
@@ -174,10 +185,13 @@ struct HEICPlanes {
         guard let decoder = CHevc_open() else { return "libavcodec has no HEVC decoder" }
         defer { CHevc_close(decoder) }
         var error = [CChar](repeating: 0, count: 160)
+        // One buffer for every tile's Annex B (a fresh one a tile faulted its pages in 48 times an image).
+        var annexB: [UInt8] = [], joined: [UInt8] = []
         for (index, extents) in image.tiles.enumerated() {
             guard
-                let annexB = HEVCConfiguration.picture(
-                    bytes, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets)
+                HEVCConfiguration.picture(
+                    bytes, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets,
+                    into: &annexB, joining: &joined)
             else { return "a tile's NAL lengths overrun its bytes" }
             var picture = CHevcPicture()
             let status = annexB.withUnsafeBufferPointer {

@@ -16,8 +16,10 @@ public enum StorePath: String, Sendable, Codable {
     /// (a JPEG in an RGB matrix/TRC profile).
     case planesConverted = "planes, converted"
     /// A HEIC's tiles decoded by libavcodec into YCbCr planes (``HeicPlaneStore``),
-    /// sRGB (or untagged) as they are, or converted to sRGB band by band.
+    /// sRGB (or untagged): through RGB (another matrix or range, or turned), or
+    /// encoded as decoded (upright, in JPEG's own YCbCr), or converted to sRGB band by band.
     case heicPlanes = "planes, HEIC"
+    case heicPlanesAsDecoded = "planes, HEIC, as decoded"
     case heicPlanesConverted = "planes, HEIC, converted"
     /// Through libvips: decode to sRGB pixels, turn upright, encode.
     case libvips

@@ -57,7 +57,11 @@ public struct OutputVersions: Sendable, Equatable {
         // libheif's on the corpus's iPhones, written by libjpeg as the plane stores are;
         // their thumbnails tapped from the stored planes before the turn, not after it.
         // A float TIFF with a linear profile is converted through it once, not twice.
-        OutputVersions(thumbnail: 8, store: 8, libvips: LibVips.version, options: buildOptions)
+        // thumbnail 9, store 9: an upright HEIC in sRGB whose planes are JPEG's own YCbCr
+        // (BT.601, full range: x265's and libheif's default) is encoded from its planes
+        // as they are, not through RGB, and tapped from them as a JPEG's planes are:
+        // its store's samples the decoded ones (not rounded through RGB and back).
+        OutputVersions(thumbnail: 9, store: 9, libvips: LibVips.version, options: buildOptions)
     }
 
     /// The process-wide switches that change output bytes, in words ("" when none
