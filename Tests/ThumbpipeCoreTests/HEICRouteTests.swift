@@ -175,6 +175,21 @@ struct HEICRouteTests {
         #expect(psnr(ta.pixels, tb.pixels) >= 32, "thumbnail \(psnr(ta.pixels, tb.pixels)) dB")
     }
 
+    @Test("The worker's decoder, kept from image to image, leaves nothing of one image in the next")
+    func keptDecoder() throws {
+        let first = try Self.store(Self.iPhone, heic: true)
+        // Another image's parameter sets (a new decoder), then damaged tiles under the same
+        // sets as the first (the decoder that refused them is not kept), then the first again.
+        _ = try Self.store(Self.oddJFIF, heic: true)
+        var damaged = try Self.bytes(Self.iPhone)
+        for offset in stride(from: damaged.count / 3, to: damaged.count / 3 + 6000, by: 5) { damaged[offset] ^= 0xA5 }
+        _ = try Self.outcome(damaged, name: "damaged-kept.heic")
+        let again = try Self.store(Self.iPhone, heic: true)
+        let twice = try Self.store(Self.iPhone, heic: true)
+        #expect(again.bytes == first.bytes && twice.bytes == first.bytes)
+        #expect(again.thumbnail == first.thumbnail)
+    }
+
     static func outcome(_ bytes: [UInt8], name: String) throws -> ItemOutcome {
         let path = TestPaths.temporaryFolder("heic-hostile") + "/" + name
         try Data(bytes).write(to: URL(fileURLWithPath: path))

@@ -127,6 +127,47 @@ struct HeicPlaneStore {
     }
 }
 
+/// The worker's HEVC decoder, kept from one image to the next whose parameter sets
+/// are the same bytes (a phone's photos): its frame pools and tables stay allocated
+/// (a decoder opened for each image faulted in some 20 MB of fresh pages each time,
+/// 5,500 page faults an item). With other parameter sets a new one is opened, so that
+/// no image decodes with a set only an earlier one defined; a decoder that refused a
+/// picture is closed, never kept.
+final class KeptDecoder: @unchecked Sendable {
+    // @unchecked: a worker decodes one image at a time, and a decoder is held by one at a time.
+    let pointer: OpaquePointer
+    let parameterSets: [UInt8]
+    /// A tile's Annex B, and its extents joined (kept with their capacity from tile to tile and image to image).
+    var annexB: [UInt8] = []
+    var joined: [UInt8] = []
+
+    private init(_ pointer: OpaquePointer, parameterSets: [UInt8]) {
+        self.pointer = pointer
+        self.parameterSets = parameterSets
+    }
+
+    deinit { CHevc_close(pointer) }
+
+    private static let kept = Mutex<KeptDecoder?>(nil)
+
+    /// The kept decoder when it saw the same parameter sets, else a new one (nil without libavcodec).
+    static func take(for parameterSets: [UInt8]) -> KeptDecoder? {
+        let taken = kept.withLock { kept in
+            defer { kept = nil }
+            return kept
+        }
+        if let taken, taken.parameterSets == parameterSets { return taken }
+        guard let opened = CHevc_open().map({ KeptDecoder($0, parameterSets: parameterSets) }) else { return nil }
+        if let taken { swap(&opened.annexB, &taken.annexB) }
+        return opened
+    }
+
+    /// Keeps `decoder` for the next image.
+    static func keep(_ decoder: KeptDecoder) {
+        kept.withLock { $0 = decoder }
+    }
+}
+
 /// A HEIC's primary image as 8-bit YCbCr planes with 4:2:0 chroma, its tiles
 /// decoded one at a time into place and cropped to the image. The planes are one
 /// buffer with rows of 16-byte multiples (the converted route's hold: a turned
@@ -182,20 +223,27 @@ struct HEICPlanes {
 
     /// Decodes every tile of `image` into place; the reason when one cannot be.
     mutating func decode(_ image: HEIFImage, from bytes: UnsafeRawBufferPointer) -> String? {
-        guard let decoder = CHevc_open() else { return "libavcodec has no HEVC decoder" }
-        defer { CHevc_close(decoder) }
+        guard let decoder = KeptDecoder.take(for: image.parameterSets) else { return "libavcodec has no HEVC decoder" }
+        var refused: String? = nil
+        defer { if refused == nil { KeptDecoder.keep(decoder) } }
+        refused = decodeTiles(image, from: bytes, with: decoder)
+        return refused
+    }
+
+    /// Decodes every tile of `image` into place with `decoder`; the reason when one cannot be.
+    private mutating func decodeTiles(
+        _ image: HEIFImage, from bytes: UnsafeRawBufferPointer, with decoder: KeptDecoder
+    ) -> String? {
         var error = [CChar](repeating: 0, count: 160)
-        // One buffer for every tile's Annex B (a fresh one a tile faulted its pages in 48 times an image).
-        var annexB: [UInt8] = [], joined: [UInt8] = []
         for (index, extents) in image.tiles.enumerated() {
             guard
                 HEVCConfiguration.picture(
                     bytes, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets,
-                    into: &annexB, joining: &joined)
+                    into: &decoder.annexB, joining: &decoder.joined)
             else { return "a tile's NAL lengths overrun its bytes" }
             var picture = CHevcPicture()
-            let status = annexB.withUnsafeBufferPointer {
-                CHevc_decode(decoder, $0.baseAddress, $0.count, &picture, &error, error.count)
+            let status = decoder.annexB.withUnsafeBufferPointer {
+                CHevc_decode(decoder.pointer, $0.baseAddress, $0.count, &picture, &error, error.count)
             }
             guard status == 0 else {
                 return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
