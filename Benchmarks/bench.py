@@ -156,6 +156,20 @@ def make_set(folder, jpegs, pngs, heics, jobs):
     return paths
 
 
+def repeated(paths, times, folder):
+    """`paths` `times` over, as symbolic links named r{k}-{name} in `folder` (each
+    peer then reads every copy as another file: its own outputs, no name twice)."""
+    os.makedirs(folder, exist_ok=True)
+    out = []
+    for k in range(times):
+        for path in paths:
+            link = os.path.join(folder, f"r{k}-{os.path.basename(path)}")
+            if not os.path.islink(link):
+                os.symlink(path, link)
+            out.append(link)
+    return out
+
+
 def make_small_set(folder, count=50):
     """Small photos (about 0.3 Mpx) for the memory-flatness runs."""
     import pyvips
@@ -203,17 +217,23 @@ def _tree_pss(root):
 def timed(command, allowed=(0,), **kwargs):
     """Runs a command under GNU time; returns (seconds, peak RSS in bytes of its largest process).
 
-    The peak PSS of the command's whole process tree (shared pages counted once),
-    sampled every 100 ms from /proc, is left in LAST_PSS: the same measure for every peer."""
+    In a memory round (SAMPLE_PSS), the peak PSS of the command's whole process tree
+    (shared pages counted once), sampled every 100 ms from /proc, is left in LAST_PSS:
+    the same measure for every peer. Timed rounds do not sample: a sample walks every
+    process's page tables, and costs more the more a process maps (8.5 ms of CPU for
+    thumbpipe's parent and two workers, with libvips's and libavcodec's libraries,
+    against 3 ms for the HEVC floor's two processes), so sampling while timing
+    slowed the peers unequally."""
     global LAST_PSS
     rss_file = os.path.join(WORK, "rss.txt")
     start = time.perf_counter()
     process = subprocess.Popen(["/usr/bin/time", "-o", rss_file, "-f", "%M"] + command, **kwargs)
     peak = 0
     while process.poll() is None:
-        peak = max(peak, _tree_pss(process.pid))
+        if SAMPLE_PSS:
+            peak = max(peak, _tree_pss(process.pid))
         try:
-            process.wait(timeout=0.1)
+            process.wait(timeout=0.1 if SAMPLE_PSS else None)
         except subprocess.TimeoutExpired:
             pass
     seconds = time.perf_counter() - start
@@ -226,6 +246,8 @@ def timed(command, allowed=(0,), **kwargs):
 
 
 LAST_PSS = 0
+# Set for the memory rounds (after the timed ones): only they sample PSS.
+SAMPLE_PSS = False
 
 
 def fresh(folder):
@@ -418,6 +440,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the peers this many times, every other round in the reverse order")
     parser.add_argument("--only", choices=["jpeg", "png", "heic"], help="run the peers on one format of the set")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="every peer takes the set this many times (links under other names): a longer run, "
+                             "whose per-item pace the start-up of processes weighs less in")
     parser.add_argument("--memory", action="store_true", help="also the 1,000 vs 10,000 small-image memory runs")
     parser.add_argument("--incremental", action="store_true", help="also a full vs unchanged re-run over 2,000 items")
     args = parser.parse_args()
@@ -428,6 +453,8 @@ def main():
     if args.only:
         suffix = {"jpeg": ".jpg", "png": ".png", "heic": ".heic"}[args.only]
         paths = [p for p in paths if p.lower().endswith(suffix)]
+    if args.repeat > 1:
+        paths = repeated(paths, args.repeat, os.path.join(WORK, f"repeat-{args.repeat}"))
     megapixels = 0.0
     try:
         import pyvips
@@ -462,21 +489,30 @@ def main():
     # Each round's sampled peak too: the largest of five is as noisy as one slow
     # round (runs minutes apart moved it by 10 MB either way), their median less so.
     rounds_pss = {name: [] for name in peers}
-    for round_ in range(args.rounds):
+    # The timed rounds, then up to three memory rounds (sampled, untimed).
+    memory_rounds = min(3, args.rounds)
+    global SAMPLE_PSS
+    for round_ in range(args.rounds + memory_rounds):
+        SAMPLE_PSS = round_ >= args.rounds
         # Every other round in the reverse order: the machine's speed drifts over
         # a run, and a fixed order would hand the same peers the same side of it.
         for name in (peers if round_ % 2 == 0 else peers[::-1]):
-            log(f"bench: {name} (round {round_ + 1}) ...")
+            kind = "memory round" if SAMPLE_PSS else "round"
+            log(f"bench: {name} ({kind} {round_ + 1 - (args.rounds if SAMPLE_PSS else 0)}) ...")
             # The previous peer's files reach the disk first: a peer that does not
             # fsync (pyvips, vips-cli, magick) would otherwise leave its writeback to
             # slow down the fsyncs of whichever peer runs next.
             os.sync()
             seconds, rss = runners[name]()
-            times[name].append(seconds)
             memories[name] = max(memories[name], rss)
+            if not SAMPLE_PSS:
+                times[name].append(seconds)
+                log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB")
+                continue
             tree_pss[name] = max(tree_pss[name], LAST_PSS)
             rounds_pss[name].append(LAST_PSS)
-            log(f"bench: {name}: {seconds:.1f} s, {rss / 1e6:.0f} MB, PSS {LAST_PSS / 1e6:.0f} MB")
+            log(f"bench: {name}: PSS {LAST_PSS / 1e6:.0f} MB")
+    SAMPLE_PSS = False
     rows = []
     # The median round: one slow round (the machine's noise) does not decide.
     median = {name: sorted(times[name])[len(times[name]) // 2] for name in peers}
@@ -555,7 +591,8 @@ def main():
                "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
     result = {"benchmark": "throughput", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "machine": machine, "jobs": args.jobs, "images": len(paths), "megapixels": round(megapixels, 1),
-              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics, "only": args.only},
+              "set": {"jpegs": args.jpegs, "pngs": args.pngs, "heics": args.heics, "only": args.only,
+                      "repeat": args.repeat},
               "rows": rows, "targets": targets, "memory": memory,
               "incremental": incremental}
     path = os.path.join(RESULTS, "throughput-" + time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime()) + ".json")
