@@ -32,7 +32,8 @@ PEERS = {
     "hevc-floor": "HEVC decode floor (FFmpeg's libavcodec, tiles → planes)",
     "hevc-floor-de265": "HEVC decode floor with libde265 (libheif's decoder)",
 }
-SETS = {"jpeg": "JPEG photos (8–24 Mpx, 4:2:0; a fifth Display P3 / Adobe RGB)", "png": "PNG", "heic": "HEIC"}
+SETS = {"jpeg": "JPEG photos (8–24 Mpx, 4:2:0; a fifth Display P3 / Adobe RGB)", "png": "PNG", "heic": "HEIC",
+        "heic ×4": "HEIC, the set four times over"}
 
 
 def load(paths):
@@ -42,6 +43,9 @@ def load(paths):
             data = json.load(f)
         data["file"] = os.path.basename(path)
         data["kind"] = (data.get("set") or {}).get("only") or "all"
+        repeat = (data.get("set") or {}).get("repeat") or 1
+        if repeat > 1:
+            data["kind"] += f" ×{repeat}"
         runs.append(data)
     return runs
 
