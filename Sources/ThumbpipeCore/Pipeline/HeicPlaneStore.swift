@@ -158,7 +158,8 @@ final class KeptDecoder: @unchecked Sendable {
         }
         if let taken, taken.parameterSets == parameterSets { return taken }
         guard let opened = CHevc_open().map({ KeptDecoder($0, parameterSets: parameterSets) }) else { return nil }
-        if let taken { swap(&opened.annexB, &taken.annexB) }
+        // The buffers outlive the decoder: their capacity serves the next image whatever its sets.
+        if let taken { (opened.annexB, opened.joined) = (taken.annexB, taken.joined) }
         return opened
     }
 
