@@ -85,6 +85,17 @@ struct FileDescriptorTests {
         #expect(ThumbpipeError.describe(Errno.accessDenied) == "Permission denied")
     }
 
+    @Test("A C function's message buffer: up to its first NUL, all of it without one, bad UTF-8 replaced")
+    func cBuffer() {
+        var buffer = [CChar](repeating: 0, count: 16)
+        #expect(String(cBuffer: buffer).isEmpty)
+        _ = "no entry".withCString { strncpy(&buffer, $0, buffer.count) }
+        buffer[12] = 0x41  // after the NUL: not part of the message
+        #expect(String(cBuffer: buffer) == "no entry")
+        #expect(String(cBuffer: [0x61, 0x62, 0x63]) == "abc", "a buffer filled to its end")
+        #expect(String(cBuffer: [0x61, CChar(bitPattern: 0xFF), 0]) == "a\u{FFFD}")
+    }
+
     @Test("Folders: made with their parents, listed by name bytes, emptied through a descriptor")
     func folders() throws {
         let root = TestPaths.temporaryFolder("folders") + "/a/b/c"

@@ -88,10 +88,7 @@ struct HeicPlaneStore {
         // Converting the planes to RGB counts as decoding, the profile as colour.
         spans.split(lastOf: .store, into: [(.decode, result.decode_ns), (.colour, result.colour_ns)])
         guard status == 0 else {
-            return .init(
-                refused:
-                    "the encoder refused it (\(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))"
-            )
+            return .init(refused: "the encoder refused it (\(String(cBuffer: error)))")
         }
         guard let descriptor else { return .init(tap: tap) }
         guard let jpeg = result.jpeg else { return .init(refused: "no store bytes") }
@@ -247,7 +244,7 @@ struct HEICPlanes {
                 CHevc_decode(decoder.pointer, $0.baseAddress, $0.count, &picture, &error, error.count)
             }
             guard status == 0 else {
-                return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                return String(cBuffer: error)
             }
             guard Int(picture.width) >= image.tileWidth, Int(picture.height) >= image.tileHeight else {
                 return "a tile decoded smaller than its 'ispe'"

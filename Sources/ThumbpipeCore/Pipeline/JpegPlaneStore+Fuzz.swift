@@ -42,7 +42,7 @@ extension JpegPlaneStore {
         CJpegPlanes_free_buffer(decoded.jpeg)
         return status2 == 0
             ? nil
-            : "the plane store does not decode: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+            : "the plane store does not decode: \(String(cBuffer: error))"
     }
 
 }

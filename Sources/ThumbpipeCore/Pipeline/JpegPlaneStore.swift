@@ -86,7 +86,7 @@ struct JpegPlaneStore {
         // Decoding, colour and encoding interleave, band by band: timed apart in C.
         spans.split(lastOf: .store, into: [(.decode, result.decode_ns), (.colour, result.colour_ns)])
         guard status == 0 else {
-            let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let reason = String(cBuffer: error)
             // The report groups items by this: libjpeg's message with its numbers as N,
             // so a collection of damaged files makes a few groups, not one a file.
             let general = reason.replacing(/\b[0-9]{2,}\b/, with: "N")

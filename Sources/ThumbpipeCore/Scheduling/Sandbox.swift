@@ -88,8 +88,7 @@ public enum Sandbox {
         return Support(
             landlockABI: abi > 0 ? Int(abi) : nil, seccomp: CSandbox_seccomp_available() == 1,
             namespaces: namespaces,
-            namespacesMissing: namespaces
-                ? nil : String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            namespacesMissing: namespaces ? nil : String(cBuffer: why))
     }
 
     /// What one worker got, as it reports with its first outcome.
@@ -157,7 +156,7 @@ public enum Sandbox {
                 return CSandbox_jail(&jail, &why, why.count)
             }
         }
-        let problems = String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let problems = String(cBuffer: why)
         if !problems.isEmpty { confinement.problems.append(problems) }
         if Worker.Fault.noNamespaces {
             confinement.problems.append("namespaces: refused by THUMBPIPE_FAULT_NO_NAMESPACES")

@@ -119,9 +119,9 @@ extension Worker {
             }
             // A hostile decoder's outputs too: a whole item made as usual, with the leak attached.
             var outcome = runner.run(job, descriptor: source, storeFile: storeFile)
-            let stolen = String(decoding: leak.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let stolen = String(cBuffer: leak)
             if !stolen.isEmpty { outcome.warnings.append(stolen) }
-            let text = String(decoding: report.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let text = String(cBuffer: report)
             outcome.failure = ItemFailure(
                 .sandbox,
                 escaped == 0 ? "the sandbox refused every escape: \(text)" : "escaped the sandbox: \(text)")
