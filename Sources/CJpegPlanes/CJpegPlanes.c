@@ -227,6 +227,97 @@ static inline void copy3(unsigned char *restrict to, const unsigned char *restri
     to[2] = from[2];
 }
 
+// gather_rows for a source not turned a quarter: each upright row is a stored
+// row (from the last back when `lines_back`), copied, or read from its end back.
+static void gather_upright_rows(const unsigned char *in, size_t stride, int w, int h, Turn t, int px, int row0,
+                                int rows, unsigned char *const *out) {
+    for (int i = 0; i < rows; i++) {
+        const int y = row0 + i < h ? row0 + i : h - 1;
+        const unsigned char *src = in + (size_t)(t.lines_back ? h - 1 - y : y) * stride;
+        if (!t.across_back) {
+            memcpy(out[i], src, (size_t)w * px);
+        } else if (px == 1) {
+            for (int x = 0; x < w; x++) out[i][x] = src[w - 1 - x];
+        } else {
+            for (int x = 0; x < w; x++) copy3(out[i] + (size_t)x * 3, src + (size_t)(w - 1 - x) * 3);
+        }
+    }
+}
+
+// A quarter-turned source's stored rows and columns (see gather_rows): upright
+// column x is stored row `stored_row(x)`; upright row row0 + i starts `column[i]`
+// bytes into every stored row.
+typedef struct {
+    const unsigned char *in;
+    size_t stride;
+    int h, rows_down, columns_back;
+    size_t column[16];
+} Quarter;
+
+static inline const unsigned char *quarter_row(const Quarter *q, int x) {
+    return q->in + (size_t)(q->rows_down ? q->h - 1 - x : x) * q->stride;
+}
+
+// Upright columns [x, …) of a 1-byte plane in 16 × 16 tiles: 16 bytes of 16
+// stored rows, transposed in registers (for a band of 8 rows, the first 8 bytes
+// of each, as chroma's bands are). Returns the first column not done.
+static int gather_tiles1(const Quarter *q, int uw, int rows, unsigned char *const *out) {
+    const size_t first = q->columns_back ? q->column[rows - 1] : q->column[0];
+    int x = 0;
+    for (; x + 16 <= uw; x += 16) {
+        Bytes16 r[16];
+        for (int k = 0; k < 16; k++) {
+            // The tile after next's rows, ahead of their loads (a stored row is a cache miss).
+            if (x + 32 + k < uw) __builtin_prefetch(quarter_row(q, x + 32 + k) + first);
+            r[k] = load16(quarter_row(q, x + k) + first);
+            if (q->columns_back)
+                r[k] = rows == 16
+                           ? __builtin_shufflevector(r[k], r[k], 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+                           : __builtin_shufflevector(r[k], r[k], 7, 6, 5, 4, 3, 2, 1, 0, 8, 9, 10, 11, 12, 13, 14, 15);
+        }
+        transpose16(r);
+        for (int i = 0; i < rows; i++) memcpy(out[i] + x, &r[i], 16);
+    }
+    return x;
+}
+
+// Upright columns [x, …) of 3-byte pixels, 16 rows, in 4 × 4 tiles of pixels:
+// each pixel widened to a 4-byte lane, the lanes transposed, narrowed back.
+// Returns the first column not done.
+static int gather_tiles3(const Quarter *q, int uw, unsigned char *const *out) {
+    const size_t first = q->columns_back ? q->column[15] : q->column[0];
+    int x = 0;
+    for (; x + 4 <= uw; x += 4) {
+        const unsigned char *src[4];
+        for (int k = 0; k < 4; k++) {
+            src[k] = quarter_row(q, x + k);
+            if (x + 16 + k < uw) {
+                const unsigned char *ahead = quarter_row(q, x + 16 + k) + first;
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + 47);
+            }
+        }
+        for (int g = 0; g < 16; g += 4) {
+            Words4 v[4];
+            for (int k = 0; k < 4; k++) {
+                const Bytes16 b = load16(src[k] + (q->columns_back ? q->column[g + 3] : q->column[g]));
+                v[k] = (Words4)(q->columns_back ? __builtin_shufflevector(b, b, 9, 10, 11, 0, 6, 7, 8, 0, 3, 4, 5, 0, 0, 1, 2, 0)
+                                                : __builtin_shufflevector(b, b, 0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0));
+            }
+            const Words4 t0 = __builtin_shufflevector(v[0], v[1], 0, 4, 1, 5), t1 = __builtin_shufflevector(v[0], v[1], 2, 6, 3, 7);
+            const Words4 t2 = __builtin_shufflevector(v[2], v[3], 0, 4, 1, 5), t3 = __builtin_shufflevector(v[2], v[3], 2, 6, 3, 7);
+            const Words4 u[4] = {__builtin_shufflevector(t0, t2, 0, 1, 4, 5), __builtin_shufflevector(t0, t2, 2, 3, 6, 7),
+                                 __builtin_shufflevector(t1, t3, 0, 1, 4, 5), __builtin_shufflevector(t1, t3, 2, 3, 6, 7)};
+            for (int j = 0; j < 4; j++) {
+                const Bytes16 b = (Bytes16)u[j];
+                const Bytes16 packed = __builtin_shufflevector(b, b, 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+                memcpy(out[g + j] + (size_t)x * 3, &packed, 12);
+            }
+        }
+    }
+    return x;
+}
+
 // Fills `out[0 … rows)` with upright rows [row0, row0 + rows) of a `w × h`
 // image of `px`-byte pixels (1 or 3; rows `stride` bytes apart) turned by EXIF
 // orientation `o` (rows past the upright image repeat its last): the stored
@@ -241,97 +332,30 @@ static inline void copy3(unsigned char *restrict to, const unsigned char *restri
 static void gather_rows(const unsigned char *in, size_t stride, int w, int h, int o, int px, int row0, int rows,
                         unsigned char *const *out) {
     const Turn t = turn_of(o);
-    const int swap = t.quarter, uw = swap ? h : w, uh = swap ? w : h;
-    if (!swap) {
-        for (int i = 0; i < rows; i++) {
-            const int y = row0 + i < uh ? row0 + i : uh - 1;
-            const unsigned char *src = in + (size_t)(t.lines_back ? h - 1 - y : y) * stride;
-            if (t.across_back) {
-                unsigned char *q = out[i];
-                if (px == 1) {
-                    for (int x = 0; x < uw; x++) q[x] = src[w - 1 - x];
-                } else {
-                    for (int x = 0; x < uw; x++) copy3(q + (size_t)x * 3, src + (size_t)(w - 1 - x) * 3);
-                }
-            } else {
-                memcpy(out[i], src, (size_t)w * px);
-            }
-        }
+    if (!t.quarter) {
+        gather_upright_rows(in, stride, w, h, t, px, row0, rows, out);
         return;
     }
     // Turned a quarter: upright (x, y) is stored row `x` (or `h - 1 - x` across back),
     // stored column `y` (or `w - 1 - y` lines back).
-    const int rows_down = t.across_back, columns_back = t.lines_back;
-    size_t column[16]; // the byte offset in a stored row of upright row row0 + i
+    const int uw = h, uh = w;
+    Quarter q = {in, stride, h, t.across_back, t.lines_back, {0}};
     for (int i = 0; i < rows; i++) {
         const int y = row0 + i < uh ? row0 + i : uh - 1;
-        column[i] = (size_t)(columns_back ? w - 1 - y : y) * (size_t)px;
+        q.column[i] = (size_t)(q.columns_back ? w - 1 - y : y) * (size_t)px;
     }
     int x = 0;
-    if (px == 1 && (rows == 16 || rows == 8) && row0 + rows <= uh) {
-        // 16 × 16 tiles: 16 bytes of 16 stored rows, transposed in registers (for
-        // a band of 8 rows, the first 8 bytes of each, as chroma's bands are).
-        const size_t first = columns_back ? column[rows - 1] : column[0];
-        for (; x + 16 <= uw; x += 16) {
-            Bytes16 r[16];
-            for (int k = 0; k < 16; k++) {
-                // The tile after next's rows, ahead of their loads (a stored row is a cache miss).
-                if (x + 32 + k < uw)
-                    __builtin_prefetch(in + (size_t)(rows_down ? h - 1 - (x + 32 + k) : x + 32 + k) * stride + first);
-                const int row = rows_down ? h - 1 - (x + k) : x + k;
-                r[k] = load16(in + (size_t)row * stride + first);
-                if (columns_back)
-                    r[k] = rows == 16
-                               ? __builtin_shufflevector(r[k], r[k], 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-                               : __builtin_shufflevector(r[k], r[k], 7, 6, 5, 4, 3, 2, 1, 0, 8, 9, 10, 11, 12, 13, 14, 15);
-            }
-            transpose16(r);
-            for (int i = 0; i < rows; i++) memcpy(out[i] + x, &r[i], 16);
-        }
-    }
-    if (px == 3 && rows == 16 && row0 + 16 <= uh) {
-        const size_t first = columns_back ? column[15] : column[0];
-        // 4 × 4 tiles of pixels: each pixel widened to a 4-byte lane, the lanes transposed, narrowed back.
-        for (; x + 4 <= uw; x += 4) {
-            const unsigned char *src[4];
-            for (int k = 0; k < 4; k++) {
-                src[k] = in + (size_t)(rows_down ? h - 1 - (x + k) : x + k) * stride;
-                if (x + 16 + k < uw) {
-                    const unsigned char *ahead = in + (size_t)(rows_down ? h - 1 - (x + 16 + k) : x + 16 + k) * stride + first;
-                    __builtin_prefetch(ahead);
-                    __builtin_prefetch(ahead + 47);
-                }
-            }
-            for (int g = 0; g < 16; g += 4) {
-                Words4 v[4];
-                for (int k = 0; k < 4; k++) {
-                    const Bytes16 b = load16(src[k] + (columns_back ? column[g + 3] : column[g]));
-                    v[k] = (Words4)(columns_back ? __builtin_shufflevector(b, b, 9, 10, 11, 0, 6, 7, 8, 0, 3, 4, 5, 0, 0, 1, 2, 0)
-                                                 : __builtin_shufflevector(b, b, 0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0));
-                }
-                const Words4 t0 = __builtin_shufflevector(v[0], v[1], 0, 4, 1, 5), t1 = __builtin_shufflevector(v[0], v[1], 2, 6, 3, 7);
-                const Words4 t2 = __builtin_shufflevector(v[2], v[3], 0, 4, 1, 5), t3 = __builtin_shufflevector(v[2], v[3], 2, 6, 3, 7);
-                const Words4 u[4] = {__builtin_shufflevector(t0, t2, 0, 1, 4, 5), __builtin_shufflevector(t0, t2, 2, 3, 6, 7),
-                                     __builtin_shufflevector(t1, t3, 0, 1, 4, 5), __builtin_shufflevector(t1, t3, 2, 3, 6, 7)};
-                for (int j = 0; j < 4; j++) {
-                    const Bytes16 b = (Bytes16)u[j];
-                    const Bytes16 packed = __builtin_shufflevector(b, b, 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
-                    memcpy(out[g + j] + (size_t)x * 3, &packed, 12);
-                }
-            }
-        }
-    }
+    if (px == 1 && (rows == 16 || rows == 8) && row0 + rows <= uh) x = gather_tiles1(&q, uw, rows, out);
+    if (px == 3 && rows == 16 && row0 + 16 <= uh) x = gather_tiles3(&q, uw, out);
     for (; x < uw; x++) {
-        const unsigned char *src = in + (size_t)(rows_down ? h - 1 - x : x) * stride;
+        const unsigned char *src = quarter_row(&q, x);
         if (px == 1) {
-            for (int i = 0; i < rows; i++) out[i][x] = src[column[i]];
+            for (int i = 0; i < rows; i++) out[i][x] = src[q.column[i]];
+        } else if (x + 1 < uw) {
+            // Four bytes a pixel (the fourth is the next pixel's, written after), one move each way.
+            for (int i = 0; i < rows; i++) memcpy(out[i] + (size_t)x * 3, src + q.column[i], 4);
         } else {
-            if (x + 1 < uw) {
-                // Four bytes a pixel (the fourth is the next pixel's, written after), one move each way.
-                for (int i = 0; i < rows; i++) memcpy(out[i] + (size_t)x * 3, src + column[i], 4);
-            } else {
-                for (int i = 0; i < rows; i++) copy3(out[i] + (size_t)x * 3, src + column[i]);
-            }
+            for (int i = 0; i < rows; i++) copy3(out[i] + (size_t)x * 3, src + q.column[i]);
         }
     }
 }
@@ -1167,6 +1191,64 @@ static void read_jpeg_rows(Work *w, const RowSource *source, JSAMPROW *rows, int
     }
 }
 
+// Sets up `hold` for a turned source of even sides (run_rgb's compact case):
+// in the source's own planes when the caller lets them go and their strides are
+// the store's (each stored row is written after it was read, its chroma row
+// after its second luma row), else in w->ycc; with the upright last column's
+// edges, a stored row's Cb and Cr, and a chroma row's pair sums beside them.
+static void start_hold(Work *w, const RowSource *source, int o, YccHold *hold) {
+    const int W = source->width, H = source->height, UH = turn_of(o).quarter ? W : H;
+    const int ys = round_up(W, 16), cs = round_up(W / 2, 16);
+    const CJpegPlanesYcc *p = source->ycc;
+    const int in_place = p && p->writable && p->y_stride == (size_t)ys && p->c_stride == (size_t)cs;
+    const size_t luma = in_place ? 0 : (size_t)ys * H, chroma = in_place ? 0 : (size_t)cs * (H / 2);
+    w->ycc = malloc(luma + 2 * chroma + 2 * (size_t)UH + 2 * (size_t)W + (size_t)W * sizeof(uint16_t) + 64);
+    if (!w->ycc) stop((j_common_ptr)&w->in, "out of memory for the planes");
+    hold->turn = turn_of(o);
+    hold->W = W;
+    hold->H = H;
+    hold->y = (Plane){in_place ? (unsigned char *)p->y : w->ycc, ys};
+    hold->chroma[0] = (Plane){in_place ? (unsigned char *)p->cb : w->ycc + luma, cs};
+    hold->chroma[1] = (Plane){in_place ? (unsigned char *)p->cr : w->ycc + luma + chroma, cs};
+    unsigned char *rest = w->ycc + luma + 2 * chroma;
+    hold->edge[0] = rest;
+    hold->edge[1] = rest + UH;
+    hold->row[0] = rest + 2 * (size_t)UH;
+    hold->row[1] = hold->row[0] + W;
+    hold->sum[0] = (uint16_t *)(void *)(hold->row[1] + W);
+    hold->sum[1] = hold->sum[0] + W / 2;
+}
+
+// Encodes a turned source held whole as RGB rows (w->planes, W × H) upright,
+// 16 rows at a time gathered into w->bands.
+static void write_turned_rgb(Work *w, int W, int H, int o) {
+    const int swap = turn_of(o).quarter, UW = swap ? H : W, UH = swap ? W : H;
+    JSAMPROW upright[16];
+    for (int i = 0; i < 16; i++) upright[i] = w->bands + (size_t)UW * 3 * (size_t)i;
+    for (int row = 0; row < UH; row += 16) {
+        const int n = 16 < UH - row ? 16 : UH - row;
+        gather_rows(w->planes, (size_t)W * 3, W, H, o, 3, row, n, upright);
+        if ((int)jpeg_write_scanlines(&w->out, upright, (JDIMENSION)n) != n)
+            stop((j_common_ptr)&w->out, "the encoder took a short band");
+    }
+}
+
+// Rows [r, r + got) of RGB: read from the source, turned to sRGB by the job's
+// shaper, tapped; each step's time on its clock.
+static void rgb_band(Work *w, const CJpegPlanesJob *job, const RowSource *source, JSAMPROW *rows, int r, int got) {
+    int64_t start = now_ns();
+    source->read(w, source, rows, r, got);
+    int64_t t = now_ns();
+    w->decode_ns += t - start;
+    if (job->shaper)
+        for (int i = 0; i < got; i++) CThumbKernels_shaper_rgb(job->shaper, rows[i], (size_t)source->width);
+    start = now_ns();
+    w->colour_ns += start - t;
+    if (job->tap && CThumbKernels_tap_add_rgb_rows(job->tap, r, got, rows, source->width))
+        stop((j_common_ptr)&w->in, "the tap refused the rows");
+    w->decode_ns += now_ns() - start;
+}
+
 static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source, CJpegPlanesResult *result) {
     struct jpeg_decompress_struct *in = &w->in;
     const int W = source->width, H = source->height;
@@ -1186,28 +1268,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source,
     if (!w->planes || (whole && !w->bands)) stop((j_common_ptr)in, "out of memory for the bands");
     YccHold hold = {0};
     if (compact) {
-        const int ys = round_up(W, 16), cs = round_up(W / 2, 16);
-        // Planes the caller lets go (a HEIC's) hold the store's YCbCr in place: each
-        // stored row is written after it was read (its chroma row after its second luma row).
-        const CJpegPlanesYcc *p = source->ycc;
-        const int in_place = p && p->writable && p->y_stride == (size_t)ys && p->c_stride == (size_t)cs;
-        const size_t luma = in_place ? 0 : (size_t)ys * H, chroma = in_place ? 0 : (size_t)cs * (H / 2);
-        // The edges run along the upright's height; a stored row's Cb and Cr; a chroma row's sums.
-        w->ycc = malloc(luma + 2 * chroma + 2 * (size_t)UH + 2 * (size_t)W + (size_t)W * sizeof(uint16_t) + 64);
-        if (!w->ycc) stop((j_common_ptr)in, "out of memory for the planes");
-        hold.turn = turn_of(o);
-        hold.W = W;
-        hold.H = H;
-        hold.y = (Plane){in_place ? (unsigned char *)p->y : w->ycc, ys};
-        hold.chroma[0] = (Plane){in_place ? (unsigned char *)p->cb : w->ycc + luma, cs};
-        hold.chroma[1] = (Plane){in_place ? (unsigned char *)p->cr : w->ycc + luma + chroma, cs};
-        unsigned char *rest = w->ycc + luma + 2 * chroma;
-        hold.edge[0] = rest;
-        hold.edge[1] = rest + UH;
-        hold.row[0] = rest + 2 * (size_t)UH;
-        hold.row[1] = hold.row[0] + W;
-        hold.sum[0] = (uint16_t *)(void *)(hold.row[1] + W);
-        hold.sum[1] = hold.sum[0] + W / 2;
+        start_hold(w, source, o, &hold);
         result->held = 1;
     }
     if (encode) start_encoder(w, job, UW, UH, compact ? JCS_YCbCr : JCS_RGB);
@@ -1215,18 +1276,8 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source,
     for (int r = 0; r < H; r += BAND) {
         const int got = BAND < H - r ? BAND : H - r;
         for (int i = 0; i < got; i++) rows[i] = w->planes + row_bytes * (size_t)(rgb_whole ? r + i : i);
-        int64_t start = now_ns();
-        source->read(w, source, rows, r, got);
-        int64_t t = now_ns();
-        w->decode_ns += t - start;
-        if (job->shaper)
-            for (int i = 0; i < got; i++) CThumbKernels_shaper_rgb(job->shaper, rows[i], (size_t)W);
-        start = now_ns();
-        w->colour_ns += start - t;
-        if (job->tap && CThumbKernels_tap_add_rgb_rows(job->tap, r, got, rows, W))
-            stop((j_common_ptr)in, "the tap refused the rows");
-        t = now_ns();
-        w->decode_ns += t - start;
+        rgb_band(w, job, source, rows, r, got);
+        const int64_t t = now_ns();
         if (compact) {
             ycc_hold_rows(&hold, rows, r, got);
             w->encode_ns += now_ns() - t;
@@ -1246,14 +1297,7 @@ static void run_rgb(Work *w, const CJpegPlanesJob *job, const RowSource *source,
             write_band(w, band.y, band.cb, band.cr);
         }
     } else if (whole) {
-        JSAMPROW upright[BAND];
-        for (int i = 0; i < BAND; i++) upright[i] = w->bands + (size_t)UW * 3 * (size_t)i;
-        for (int row = 0; row < UH; row += BAND) {
-            const int n = BAND < UH - row ? BAND : UH - row;
-            gather_rows(w->planes, row_bytes, W, H, o, 3, row, n, upright);
-            if ((int)jpeg_write_scanlines(&w->out, upright, (JDIMENSION)n) != n)
-                stop((j_common_ptr)&w->out, "the encoder took a short band");
-        }
+        write_turned_rgb(w, W, H, o);
     }
     jpeg_finish_compress(&w->out);
     w->encode_ns += now_ns() - start;
