@@ -452,20 +452,64 @@ int CThumbKernels_tap_add_ycbcr_rows(CThumbKernelsTap *tap, int first, int count
     return 0;
 }
 
-int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count, const int32_t *const sums[3],
-                                     const int wide[3], const int block_width[3], const int block_height[3]) {
-    const int f = tap->factor;
-    if (tap->bands != 3 || f % 16 || first < 0 || count < 1 || first % 8) {
-        vips_error("tap", "%s", "block sums feed a 3-band tap whose factor is a multiple of 16, a band at a time");
-        return -1;
-    }
+// Why block sums cannot feed `tap` (NULL when they can): a 3-band tap with a
+// factor of 16s, bands from a multiple of 8, whole blocks of 8 or 16 covering its width.
+static const char *block_sums_refused(const CThumbKernelsTap *tap, int first, int count, const int wide[3],
+                                      const int block_width[3], const int block_height[3]) {
+    if (tap->bands != 3 || tap->factor % 16 || first < 0 || count < 1 || first % 8)
+        return "block sums feed a 3-band tap whose factor is a multiple of 16, a band at a time";
     for (int c = 0; c < 3; c++)
         if ((block_width[c] != 8 && block_width[c] != 16) || (block_height[c] != 8 && block_height[c] != 16) ||
             first % block_height[c] || (first + count < tap->height && count % block_height[c]) || wide[c] < 0 ||
-            (size_t)wide[c] * (size_t)block_width[c] < (size_t)tap->width) {
-            vips_error("tap", "%s", "blocks of 8 or 16 pixels, whole, covering the tap's width");
-            return -1;
+            (size_t)wide[c] * (size_t)block_width[c] < (size_t)tap->width)
+            return "blocks of 8 or 16 pixels, whole, covering the tap's width";
+    return NULL;
+}
+
+// Adds component `c`'s block sums of rows [first, first + count) (`wide` blocks
+// of `bw` × `bh` a row of sums) to the tap's blocks, each weighted by the pixels it covers.
+static void tap_add_component_sums(CThumbKernelsTap *tap, int c, int first, int count, const int32_t *sums, int wide,
+                                   int bw, int bh) {
+    // The tap's blocks start at multiples of the factor, so at a block's edge: `per` blocks in each.
+    const int per = tap->factor / bw, inside = tap->width / bw;
+    for (int j = 0; j * bh < count; j++) {
+        const gint64 covered_rows = MIN(bh, tap->height - (first + j * bh));
+        const int32_t *row = sums + (size_t)j * (size_t)wide;
+        for (int block = 0; block < tap->bw; block++) {
+            const int from = (tap->bx0 + block) * per, to = from + per, whole = MIN(to, inside);
+            // A block's sum as decoded, before the samples are clipped: held to 0…255 a sample.
+            gint64 sum = 0;
+            for (int i = from; i < whole; i++) sum += MIN(MAX(row[i], 0), 64 * 255);
+            sum *= bw;
+            // The image's last block, when it ends inside: the pixels it covers.
+            if (whole < to && whole * bw < tap->width)
+                sum += (gint64)MIN(MAX(row[whole], 0), 64 * 255) * (tap->width - whole * bw);
+            tap->block_sums[(size_t)block * 3 + (size_t)c] += sum * covered_rows;
         }
+    }
+}
+
+// The tap's block row `oy` from its summed blocks, once all its rows came; the sums start again.
+static void tap_fold_block_sums(CThumbKernelsTap *tap, int oy) {
+    guint64 *out = tap->sums + (size_t)oy * tap->bw * 4;
+    for (int block = 0; block < tap->bw; block++) {
+        const int start = (tap->bx0 + block) * tap->factor, stop = MIN(tap->width, start + tap->factor);
+        // Each component's blocks cover the block's pixels once: Σ (its sum × pixels covered) / 64.
+        const double pixels = (double)(stop - start) * tap->ycc_rows, scale = 64 * pixels;
+        const gint64 *s = tap->block_sums + (size_t)block * 3;
+        tap_set_ycbcr_means(out + (size_t)block * 4, pixels, s[0] / scale, s[1] / scale, s[2] / scale);
+    }
+    memset(tap->block_sums, 0, sizeof(gint64) * (size_t)tap->bw * 3);
+    tap->ycc_rows = 0;
+}
+
+int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count, const int32_t *const sums[3],
+                                     const int wide[3], const int block_width[3], const int block_height[3]) {
+    const char *refused = block_sums_refused(tap, first, count, wide, block_width, block_height);
+    if (refused) {
+        vips_error("tap", "%s", refused);
+        return -1;
+    }
     if (first >= tap->height) return 0;
     count = MIN(count, tap->height - first);
     // A band lies in one block row of the tap: the factor is a multiple of 16, the bands' edges of 8.
@@ -484,38 +528,10 @@ int CThumbKernels_tap_add_block_sums(CThumbKernelsTap *tap, int first, int count
         }
     memset(tap->rows_done + first, 1, (size_t)count);
     if (!tap->block_sums) tap->block_sums = g_new0(gint64, (size_t)tap->bw * 3);
-    for (int c = 0; c < 3; c++) {
-        // The tap's blocks start at multiples of the factor, so at a block's edge: `per` blocks in each.
-        const int bw = block_width[c], bh = block_height[c], per = f / bw, inside = tap->width / bw;
-        for (int j = 0; j * bh < count; j++) {
-            const gint64 covered_rows = MIN(bh, tap->height - (first + j * bh));
-            const int32_t *row = sums[c] + (size_t)j * (size_t)wide[c];
-            for (int block = 0; block < tap->bw; block++) {
-                const int from = (tap->bx0 + block) * per, to = from + per, whole = MIN(to, inside);
-                // A block's sum as decoded, before the samples are clipped: held to 0…255 a sample.
-                gint64 sum = 0;
-                for (int i = from; i < whole; i++) sum += MIN(MAX(row[i], 0), 64 * 255);
-                sum *= bw;
-                // The image's last block, when it ends inside: the pixels it covers.
-                if (whole < to && whole * bw < tap->width)
-                    sum += (gint64)MIN(MAX(row[whole], 0), 64 * 255) * (tap->width - whole * bw);
-                tap->block_sums[(size_t)block * 3 + (size_t)c] += sum * covered_rows;
-            }
-        }
-    }
+    for (int c = 0; c < 3; c++)
+        tap_add_component_sums(tap, c, first, count, sums[c], wide[c], block_width[c], block_height[c]);
     tap->ycc_rows += count;
-    if (tap->ycc_rows == MIN(f, tap->height - (oy + tap->by0) * f)) {
-        guint64 *out = tap->sums + (size_t)oy * tap->bw * 4;
-        for (int block = 0; block < tap->bw; block++) {
-            const int start = (tap->bx0 + block) * f, stop = MIN(tap->width, start + f);
-            // Each component's blocks cover the block's pixels once: Σ (its sum × pixels covered) / 64.
-            const double pixels = (double)(stop - start) * tap->ycc_rows, scale = 64 * pixels;
-            const gint64 *s = tap->block_sums + (size_t)block * 3;
-            tap_set_ycbcr_means(out + (size_t)block * 4, pixels, s[0] / scale, s[1] / scale, s[2] / scale);
-        }
-        memset(tap->block_sums, 0, sizeof(gint64) * (size_t)tap->bw * 3);
-        tap->ycc_rows = 0;
-    }
+    if (tap->ycc_rows == MIN(tap->factor, tap->height - (oy + tap->by0) * tap->factor)) tap_fold_block_sums(tap, oy);
     g_mutex_unlock(&tap->lock);
     return 0;
 }
