@@ -20,7 +20,6 @@ static struct {
     void (*free_context)(AVCodecContext **);
     AVPacket *(*packet_alloc)(void);
     void (*packet_free)(AVPacket **);
-    int (*new_packet)(AVPacket *, int);
     void (*packet_unref)(AVPacket *);
     int (*send_packet)(AVCodecContext *, const AVPacket *);
     int (*receive_frame)(AVCodecContext *, AVFrame *);
@@ -28,10 +27,17 @@ static struct {
     AVFrame *(*frame_alloc)(void);
     void (*frame_free)(AVFrame **);
     void (*frame_unref)(AVFrame *);
+    AVBufferRef *(*buffer_alloc)(size_t);
+    AVBufferRef *(*buffer_ref)(const AVBufferRef *);
+    void (*buffer_unref)(AVBufferRef **);
+    int (*buffer_is_writable)(const AVBufferRef *);
     void *(*mallocz)(size_t);
     void (*free)(void *);
     int (*strerror)(int, char *, size_t);
     const char *(*pix_fmt_name)(enum AVPixelFormat);
+    int (*default_get_buffer2)(AVCodecContext *, AVFrame *, int);
+    void (*align_dimensions2)(AVCodecContext *, int *, int *, int[AV_NUM_DATA_POINTERS]);
+    AVBufferRef *(*buffer_create)(uint8_t *, size_t, void (*)(void *, uint8_t *), void *, int);
 } av;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -47,7 +53,6 @@ static void load_once(void) {
     FIND(free_context, codec, "avcodec_free_context");
     FIND(packet_alloc, codec, "av_packet_alloc");
     FIND(packet_free, codec, "av_packet_free");
-    FIND(new_packet, codec, "av_new_packet");
     FIND(packet_unref, codec, "av_packet_unref");
     FIND(send_packet, codec, "avcodec_send_packet");
     FIND(receive_frame, codec, "avcodec_receive_frame");
@@ -55,10 +60,17 @@ static void load_once(void) {
     FIND(frame_alloc, util, "av_frame_alloc");
     FIND(frame_free, util, "av_frame_free");
     FIND(frame_unref, util, "av_frame_unref");
+    FIND(buffer_alloc, util, "av_buffer_alloc");
+    FIND(buffer_ref, util, "av_buffer_ref");
+    FIND(buffer_unref, util, "av_buffer_unref");
+    FIND(buffer_is_writable, util, "av_buffer_is_writable");
     FIND(mallocz, util, "av_mallocz");
     FIND(free, util, "av_free");
     FIND(strerror, util, "av_strerror");
     FIND(pix_fmt_name, util, "av_get_pix_fmt_name");
+    FIND(default_get_buffer2, codec, "avcodec_default_get_buffer2");
+    FIND(align_dimensions2, codec, "avcodec_align_dimensions2");
+    FIND(buffer_create, util, "av_buffer_create");
 #undef FIND
     void **all = (void **)&av.find_decoder;
     for (size_t i = 0; i < (sizeof av - offsetof(__typeof__(av), find_decoder)) / sizeof(void *); i++)
@@ -77,10 +89,58 @@ struct CHevcDecoder {
     AVCodecContext *context;
     AVPacket *packet;
     AVFrame *frame;
+    // The current call's target, and whether a frame was already put there.
+    const CHevcTarget *target;
+    int target_taken;
+    // The pictures' bytes, kept for the next (send_bytes).
+    AVBufferRef *bytes;
 };
+
+// The target's memory is the caller's: the decoder's references to it free nothing.
+static void keep_memory(void *opaque, uint8_t *data) {
+    (void)opaque;
+    (void)data;
+}
+
+// Whether a `format` frame of `width` × `height` fits the target as libavcodec
+// would allocate it: its size aligned as avcodec_align_dimensions2 says (the
+// decoder may write that far), pointers and strides at its alignment.
+static int fits_target(AVCodecContext *c, const CHevcTarget *t, int format, int width, int height) {
+    if (format != AV_PIX_FMT_YUV420P && format != AV_PIX_FMT_YUVJ420P) return 0;
+    int w = width, h = height, align[AV_NUM_DATA_POINTERS] = {0};
+    av.align_dimensions2(c, &w, &h, align);
+    if (w > t->width || h > t->height || w > t->stride[0] || (w + 1) / 2 > t->stride[1] || (w + 1) / 2 > t->stride[2])
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        const int a = align[i] > 0 ? align[i] : 1;
+        if (t->stride[i] % a || (uintptr_t)t->plane[i] % (uintptr_t)a) return 0;
+    }
+    return 1;
+}
+
+// FFmpeg's get_buffer2: the call's first frame in the target when it fits
+// there, every other (a second picture, a reference the stream lacks) where
+// libavcodec puts it.
+static int get_buffer(AVCodecContext *c, AVFrame *frame, int flags) {
+    CHevcDecoder *d = c->opaque;
+    const CHevcTarget *t = d->target;
+    if (t && !d->target_taken && fits_target(c, t, frame->format, frame->width, frame->height)) {
+        frame->buf[0] = av.buffer_create(t->plane[0], (size_t)t->stride[0] * (size_t)t->height, keep_memory, NULL, 0);
+        if (frame->buf[0]) {
+            for (int i = 0; i < 3; i++) {
+                frame->data[i] = t->plane[i];
+                frame->linesize[i] = t->stride[i];
+            }
+            d->target_taken = 1;
+            return 0;
+        }
+    }
+    return av.default_get_buffer2(c, frame, flags);
+}
 
 void CHevc_close(CHevcDecoder *d) {
     if (!d) return;
+    av.buffer_unref(&d->bytes);
     av.frame_free(&d->frame);
     av.packet_free(&d->packet);
     av.free_context(&d->context);
@@ -105,6 +165,10 @@ CHevcDecoder *CHevc_open(void) {
     d->context->thread_count = 1;
     // A damaged slice is an error where the decoder can tell (the item then takes libvips's route, or fails).
     d->context->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK | AV_EF_BITSTREAM;
+    // Pictures decoded into the caller's planes where they fit (no frame pool to fault
+    // in for each new decoder, no copy of each tile).
+    d->context->opaque = d;
+    d->context->get_buffer2 = get_buffer;
     if (av.open2(d->context, codec, NULL) < 0) {
         CHevc_close(d);
         return NULL;
@@ -121,19 +185,58 @@ static int refuse(char *error, size_t size, const char *what, int code) {
     return -1;
 }
 
-int CHevc_decode(CHevcDecoder *d, const uint8_t *data, size_t size, CHevcPicture *picture, char *error,
-                 size_t error_size) {
-    memset(picture, 0, sizeof *picture);
-    // The previous picture's frame and the draining state go.
-    av.frame_unref(d->frame);
-    av.flush_buffers(d->context);
+// Hands the decoder the picture's bytes (with the zeroed padding its parser reads
+// past them) from one buffer kept from picture to picture while nothing else
+// holds it: a tile's bytes in a fresh allocation each time faulted its pages in.
+static int send_bytes(CHevcDecoder *d, const uint8_t *data, size_t size) {
+    const size_t need = size + AV_INPUT_BUFFER_PADDING_SIZE;
+    if (!d->bytes || d->bytes->size < need || !av.buffer_is_writable(d->bytes)) {
+        av.buffer_unref(&d->bytes);
+        d->bytes = av.buffer_alloc(need + need / 4);
+        if (!d->bytes) return AVERROR(ENOMEM);
+    }
+    memcpy(d->bytes->data, data, size);
+    memset(d->bytes->data + size, 0, AV_INPUT_BUFFER_PADDING_SIZE);
+    d->packet->buf = av.buffer_ref(d->bytes);
+    if (!d->packet->buf) return AVERROR(ENOMEM);
+    d->packet->data = d->bytes->data;
+    d->packet->size = (int)size;
+    const int rc = av.send_packet(d->context, d->packet);
+    av.packet_unref(d->packet);
+    return rc;
+}
+
+void CHevc_move_planes(const CHevcTarget *t, const uint8_t *const from[3], int width, int height) {
+    for (int i = 0; i < 3; i++) {
+        const int columns = i ? (width + 1) / 2 : width, rows = i ? (height + 1) / 2 : height;
+        if (from[i] == t->plane[i]) continue;
+        for (int y = 0; y < rows; y++)
+            memmove(t->plane[i] + (size_t)y * (size_t)t->stride[i], from[i] + (size_t)y * (size_t)t->stride[i],
+                    (size_t)columns);
+    }
+}
+
+// The decoded frame's planes and colour description into `picture`.
+static void describe(const AVFrame *frame, const CHevcTarget *target, int direct, CHevcPicture *picture) {
+    for (int i = 0; i < 3; i++) {
+        picture->plane[i] = direct ? target->plane[i] : frame->data[i];
+        picture->stride[i] = frame->linesize[i];
+    }
+    picture->width = frame->width;
+    picture->height = frame->height;
+    picture->direct = direct;
+    picture->yuv420 = 1;
+    picture->full_range = frame->color_range == AVCOL_RANGE_JPEG || frame->format == AV_PIX_FMT_YUVJ420P ? 1
+                          : frame->color_range == AVCOL_RANGE_MPEG                                   ? 0
+                                                                                                     : -1;
+    picture->matrix = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? 2 : (int)frame->colorspace;
+}
+
+static int decode(CHevcDecoder *d, const uint8_t *data, size_t size, CHevcPicture *picture, char *error,
+                  size_t error_size) {
     if (size == 0 || size > INT32_MAX - AV_INPUT_BUFFER_PADDING_SIZE)
         return refuse(error, error_size, "an empty or huge picture", 0);
-    int rc = av.new_packet(d->packet, (int)size); // zeroed padding after the bytes, as the parser reads past them
-    if (rc < 0) return refuse(error, error_size, "no memory for the picture", rc);
-    memcpy(d->packet->data, data, size);
-    rc = av.send_packet(d->context, d->packet);
-    av.packet_unref(d->packet);
+    int rc = send_bytes(d, data, size);
     if (rc < 0) return refuse(error, error_size, "the HEVC decoder refused the picture", rc);
     rc = av.send_packet(d->context, NULL);
     if (rc < 0) return refuse(error, error_size, "the HEVC decoder refused the picture", rc);
@@ -148,16 +251,28 @@ int CHevc_decode(CHevcDecoder *d, const uint8_t *data, size_t size, CHevcPicture
         snprintf(what, sizeof what, "a %s picture, not 8-bit 4:2:0", name ? name : "unknown");
         return refuse(error, error_size, what, 0);
     }
-    for (int i = 0; i < 3; i++) {
-        picture->plane[i] = d->frame->data[i];
-        picture->stride[i] = d->frame->linesize[i];
-    }
-    picture->width = d->frame->width;
-    picture->height = d->frame->height;
-    picture->yuv420 = 1;
-    picture->full_range = d->frame->color_range == AVCOL_RANGE_JPEG || format == AV_PIX_FMT_YUVJ420P ? 1
-                          : d->frame->color_range == AVCOL_RANGE_MPEG                             ? 0
-                                                                                                  : -1;
-    picture->matrix = d->frame->colorspace == AVCOL_SPC_UNSPECIFIED ? 2 : (int)d->frame->colorspace;
+    const CHevcTarget *t = d->target;
+    const int direct = t && d->frame->buf[0] && d->frame->buf[0]->data == t->plane[0];
+    if (direct) CHevc_move_planes(t, (const uint8_t *const *)d->frame->data, d->frame->width, d->frame->height);
+    describe(d->frame, t, direct, picture);
     return 0;
+}
+
+int CHevc_decode(CHevcDecoder *d, const uint8_t *data, size_t size, const CHevcTarget *target,
+                 CHevcPicture *picture, char *error, size_t error_size) {
+    memset(picture, 0, sizeof *picture);
+    // The previous picture's frame and the draining state go.
+    av.frame_unref(d->frame);
+    av.flush_buffers(d->context);
+    d->target = target;
+    d->target_taken = 0;
+    const int rc = decode(d, data, size, picture, error, error_size);
+    if (d->target_taken) {
+        // Nothing of the decoder's refers to the target after the call: a picture
+        // decoded there is the caller's now, and any other frame stays in d->frame.
+        if (rc == 0 && picture->direct) av.frame_unref(d->frame);
+        av.flush_buffers(d->context);
+    }
+    d->target = NULL;
+    return rc;
 }

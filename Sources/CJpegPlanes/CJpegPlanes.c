@@ -1,4 +1,5 @@
 #include "CJpegPlanes.h"
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -1192,24 +1193,27 @@ static void read_jpeg_rows(Work *w, const RowSource *source, JSAMPROW *rows, int
 }
 
 // Sets up `hold` for a turned source of even sides (run_rgb's compact case):
-// in the source's own planes when the caller lets them go and their strides are
-// the store's (each stored row is written after it was read, its chroma row
-// after its second luma row), else in w->ycc; with the upright last column's
-// edges, a stored row's Cb and Cr, and a chroma row's pair sums beside them.
+// in the source's own planes, in their strides, when the caller lets them go
+// (each stored row is written after it was read, its chroma row after its
+// second luma row; gather_rows reads 16 bytes past a row's last sample, which a
+// stride of 16-byte multiples has), else in w->ycc; with the upright last
+// column's edges, a stored row's Cb and Cr, and a chroma row's pair sums beside them.
 static void start_hold(Work *w, const RowSource *source, int o, YccHold *hold) {
     const int W = source->width, H = source->height, UH = turn_of(o).quarter ? W : H;
     const int ys = round_up(W, 16), cs = round_up(W / 2, 16);
     const CJpegPlanesYcc *p = source->ycc;
-    const int in_place = p && p->writable && p->y_stride == (size_t)ys && p->c_stride == (size_t)cs;
+    const int in_place = p && p->writable && p->y_stride >= (size_t)ys && p->c_stride >= (size_t)cs &&
+                         p->y_stride <= INT_MAX && p->c_stride <= INT_MAX;
     const size_t luma = in_place ? 0 : (size_t)ys * H, chroma = in_place ? 0 : (size_t)cs * (H / 2);
     w->ycc = malloc(luma + 2 * chroma + 2 * (size_t)UH + 2 * (size_t)W + (size_t)W * sizeof(uint16_t) + 64);
     if (!w->ycc) stop((j_common_ptr)&w->in, "out of memory for the planes");
     hold->turn = turn_of(o);
     hold->W = W;
     hold->H = H;
-    hold->y = (Plane){in_place ? (unsigned char *)p->y : w->ycc, ys};
-    hold->chroma[0] = (Plane){in_place ? (unsigned char *)p->cb : w->ycc + luma, cs};
-    hold->chroma[1] = (Plane){in_place ? (unsigned char *)p->cr : w->ycc + luma + chroma, cs};
+    hold->y = in_place ? (Plane){(unsigned char *)p->y, (int)p->y_stride} : (Plane){w->ycc, ys};
+    hold->chroma[0] = in_place ? (Plane){(unsigned char *)p->cb, (int)p->c_stride} : (Plane){w->ycc + luma, cs};
+    hold->chroma[1] =
+        in_place ? (Plane){(unsigned char *)p->cr, (int)p->c_stride} : (Plane){w->ycc + luma + chroma, cs};
     unsigned char *rest = w->ycc + luma + 2 * chroma;
     hold->edge[0] = rest;
     hold->edge[1] = rest + UH;

@@ -1,3 +1,4 @@
+import CHevc
 import Foundation
 import Testing
 import ThumbpipeTestSupport
@@ -195,6 +196,74 @@ struct HEICRouteTests {
         let twice = try Self.store(Self.iPhone, heic: true)
         #expect(again.bytes == first.bytes && twice.bytes == first.bytes)
         #expect(again.thumbnail == first.thumbnail)
+    }
+
+    @Test(
+        "Tiles are decoded straight into the planes (a turned grid's 48, a lone cropped picture): the same samples as copied"
+    )
+    func directTiles() throws {
+        for (path, tiles) in [(Self.iPhone, 48), (Self.oddJFIF, 1)] {
+            let bytes = try Self.bytes(path)
+            let image = try Self.parse(bytes).get()
+            var direct = HEICPlanes(for: image)
+            var copied = HEICPlanes(for: image, copying: true)
+            bytes.withUnsafeBytes { raw in
+                #expect(direct.decode(image, from: raw) == nil)
+                #expect(copied.decode(image, from: raw) == nil)
+            }
+            #expect(image.tiles.count == tiles && direct.directTiles == tiles, "\(path)")
+            #expect(copied.directTiles == 0)
+            #expect(Self.visible(&direct) == Self.visible(&copied), "\(path)")
+            direct.recycle()
+        }
+    }
+
+    /// The image's samples in `planes`: its luma rows, then its Cb and Cr rows.
+    static func visible(_ planes: inout HEICPlanes) -> [UInt8] {
+        let (width, height) = (planes.width, planes.height)
+        let (chromaWidth, chromaHeight) = ((width + 1) / 2, planes.chromaHeight)
+        return planes.withPlanes(kr: 0.299, kb: 0.114, fullRange: true) { ycc in
+            var out: [UInt8] = []
+            for y in 0..<height { out += UnsafeBufferPointer(start: ycc.y + y * ycc.y_stride, count: width) }
+            for plane in [ycc.cb, ycc.cr] {
+                for y in 0..<chromaHeight {
+                    out += UnsafeBufferPointer(start: plane! + y * ycc.c_stride, count: chromaWidth)
+                }
+            }
+            return out
+        }
+    }
+
+    @Test("A picture cropped at its top and left moves to the target's origin, rows and chroma in step")
+    func movePlanes() {
+        let stride = 32, rows = 12
+        var luma = (0..<(stride * rows)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var cb = (0..<(stride * rows)).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+        var cr = (0..<(stride * rows)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let (before, width, height) = ([luma, cb, cr], 10, 6)
+        // Cropped 2 rows from the top and 4 columns from the left: chroma 1 and 2.
+        luma.withUnsafeMutableBufferPointer { y in
+            cb.withUnsafeMutableBufferPointer { u in
+                cr.withUnsafeMutableBufferPointer { v in
+                    let (y, u, v) = (y.baseAddress!, u.baseAddress!, v.baseAddress!)
+                    var target = CHevcTarget(
+                        plane: (y, u, v), stride: (Int32(stride), Int32(stride), Int32(stride)), width: 32, height: 12)
+                    let from: [UnsafePointer<UInt8>?] = [
+                        UnsafePointer(y + 2 * stride + 4), UnsafePointer(u + stride + 2), UnsafePointer(v + stride + 2),
+                    ]
+                    CHevc_move_planes(&target, from, Int32(width), Int32(height))
+                }
+            }
+        }
+        for (plane, (after, original)) in zip([luma, cb, cr], before).enumerated() {
+            let (columns, lines, down, right) = plane == 0 ? (width, height, 2, 4) : (width / 2, height / 2, 1, 2)
+            for y in 0..<lines {
+                let moved = Array(after[(y * stride)..<(y * stride + columns)])
+                let source = Array(original[((y + down) * stride + right)..<((y + down) * stride + right + columns)])
+                #expect(moved == source, "plane \(plane), row \(y)")
+            }
+            #expect(after[(lines * stride)...] == original[(lines * stride)...], "rows below the picture untouched")
+        }
     }
 
     static func outcome(_ bytes: [UInt8], name: String) throws -> ItemOutcome {

@@ -21,11 +21,24 @@
 
 typedef struct CHevcDecoder CHevcDecoder;
 
-/// A decoded picture's planes, borrowed from the decoder until its next call.
+/// Where a picture may be decoded straight into (FFmpeg's direct rendering):
+/// 8-bit 4:2:0 planes with room from each pointer for `width` × `height` luma
+/// samples and half as many chroma each way, rows `stride[i]` bytes apart.
+typedef struct {
+    uint8_t *plane[3];
+    int stride[3];
+    int width, height;
+} CHevcTarget;
+
+/// A decoded picture's planes: the target's when `direct`, else borrowed from
+/// the decoder until its next call.
 typedef struct {
     const uint8_t *plane[3];
     int stride[3];
     int width, height;
+    /// 1 when the picture was decoded into the target (its top left at the
+    /// target's; a picture cropped at its top or left moved there).
+    int direct;
     /// 1 for 8-bit 4:2:0 (YUV420P or YUVJ420P): the only layout handed back; any
     /// other is refused with a reason.
     int yuv420;
@@ -42,13 +55,23 @@ int CHevc_load(void);
 /// cannot be loaded, has no HEVC decoder, or there is no memory.
 CHevcDecoder *CHevc_open(void);
 
-/// Decodes one picture (Annex B bytes: parameter sets, then its slices). 0 with
-/// `picture` filled, or -1 with a reason in `error`. The decoder is ready for
-/// the next picture either way.
-int CHevc_decode(CHevcDecoder *decoder, const uint8_t *data, size_t size, CHevcPicture *picture, char *error,
-                 size_t error_size);
+/// Decodes one picture (Annex B bytes: its parameter sets, unless the decoder
+/// has them from an earlier picture, then its slices). 0 with `picture` filled,
+/// or -1 with a reason in `error`. The decoder is ready for the next picture
+/// either way. With a `target` (or NULL), the first frame the decoder asks for
+/// is the target's memory when it fits there (its size aligned as libavcodec
+/// asks, the target's pointers and strides at libavcodec's alignment); the
+/// decoder keeps no reference to it after the call.
+int CHevc_decode(CHevcDecoder *decoder, const uint8_t *data, size_t size, const CHevcTarget *target,
+                 CHevcPicture *picture, char *error, size_t error_size);
 
 void CHevc_close(CHevcDecoder *decoder);
+
+/// A picture decoded into `target` and cropped at its top or left starts inside
+/// it, at `from`: its `width` × `height` samples (half each way for chroma) move
+/// up and left to the target's origin, rows in order, each with memmove (each
+/// source row is at or after its destination, in the same stride).
+void CHevc_move_planes(const CHevcTarget *target, const uint8_t *const from[3], int width, int height);
 
 /// The libavcodec version compiled against (LIBAVCODEC_VERSION_INT), for --version
 /// and the fingerprints; a process that loaded none names it all the same.

@@ -55,7 +55,7 @@ struct HeicPlaneStore {
         let colour: (shaper: OpaquePointer?, refused: String?) = Self.shaper(for: image)
         defer { CThumbKernels_shaper_free(colour.shaper) }
         if let refused = colour.refused { return .init(refused: refused) }
-        var planes = HEICPlanes(width: image.width, height: image.height)
+        var planes = HEICPlanes(for: image)
         defer { planes.recycle() }
         if let refused = spans.measure(.decode, { source.withUnsafeBytes { planes.decode(image, from: $0) } }) {
             return .init(refused: refused)
@@ -167,15 +167,25 @@ final class KeptDecoder: @unchecked Sendable {
 }
 
 /// A HEIC's primary image as 8-bit YCbCr planes with 4:2:0 chroma, its tiles
-/// decoded one at a time into place and cropped to the image. The planes are one
-/// buffer with rows of 16-byte multiples (the converted route's hold: a turned
-/// image is converted in place), taken from the worker's spare one and given back
-/// (``recycle()``), so a run of phone photos does not fault 18 MB in for each.
+/// decoded one at a time and cropped to the image. The planes are one buffer,
+/// taken from the worker's spare one and given back (``recycle()``), so a run of
+/// phone photos does not fault 18 MB in for each. The planes hold the image's
+/// whole grid, in rows aligned as libavcodec asks, and each tile is decoded
+/// straight into its place (`CHevcTarget`): no frame pool for the decoder to fault
+/// in, no copy (a turned image is then converted in place, in the same rows). A
+/// grid much larger than its image, or of odd tiles, is laid out as the image,
+/// rows of 16-byte multiples, and its tiles are copied there.
 struct HEICPlanes {
     let width: Int
     let height: Int
     let lumaStride: Int
     let chromaStride: Int
+    /// The rows of luma the buffer holds (the image's, or its grid's and a margin).
+    let lumaRows: Int
+    /// Tiles are decoded into place (the grid layout).
+    let direct: Bool
+    /// How many tiles were decoded into place (the others were copied there).
+    private(set) var directTiles = 0
     private var storage: [UInt8]
     /// What the first picture's bitstream says of its matrix and range (H.273; 2 and -1 when unsaid).
     private(set) var pictureMatrix = 2
@@ -185,13 +195,32 @@ struct HEICPlanes {
     private static let spare = Mutex<[UInt8]>([])
     /// The most a spare buffer keeps (a 30 Mpx image's planes).
     private static let spareLimit = 48 << 20
+    /// libavcodec's alignment of plane pointers and strides (STRIDE_ALIGN: 64 with AVX-512).
+    static let alignment = 64
 
-    init(width: Int, height: Int) {
-        self.width = width
-        self.height = height
-        lumaStride = (width + 15) / 16 * 16
-        chromaStride = ((width + 1) / 2 + 15) / 16 * 16
-        let needed = lumaStride * height + 2 * chromaStride * ((height + 1) / 2)
+    /// The planes for `image`; `copying` takes the copying layout whatever the image (to compare).
+    init(for image: HEIFImage, copying: Bool = false) {
+        width = image.width
+        height = image.height
+        let gridWidth = image.columns * image.tileWidth, gridHeight = image.rows * image.tileHeight
+        // The grid layout unless the grid is much more than the image (a crafted grid of
+        // huge tiles around a small image is copied tile by tile instead).
+        direct =
+            !copying && image.tileWidth % 2 == 0 && image.tileHeight % 2 == 0
+            && gridWidth.multipliedReportingOverflow(by: gridHeight).partialValue <= 2 * width * height
+        if direct {
+            // A margin past the grid for what the decoder may write past a tile (its size aligned).
+            lumaStride =
+                (gridWidth + 2 * Self.alignment - 1) / (2 * Self.alignment) * (2 * Self.alignment)
+                + 2 * Self.alignment
+            lumaRows = (gridHeight + 63) / 64 * 64 + 64
+            chromaStride = lumaStride / 2
+        } else {
+            lumaStride = (width + 15) / 16 * 16
+            lumaRows = height
+            chromaStride = ((width + 1) / 2 + 15) / 16 * 16
+        }
+        let needed = Self.alignment + lumaStride * lumaRows + 2 * chromaStride * ((lumaRows + 1) / 2)
         let taken = Self.spare.withLock { spare in
             defer { spare = [] }
             return spare
@@ -218,8 +247,16 @@ struct HEICPlanes {
     }
 
     var chromaHeight: Int { (height + 1) / 2 }
-    private var cbOffset: Int { lumaStride * height }
-    private var crOffset: Int { cbOffset + chromaStride * chromaHeight }
+    private var cbOffset: Int { lumaStride * lumaRows }
+    private var crOffset: Int { cbOffset + chromaStride * ((lumaRows + 1) / 2) }
+
+    /// Calls `body` with the planes' origin in `buffer` (aligned as libavcodec asks).
+    private static func origin<T>(
+        of buffer: UnsafeMutableBufferPointer<UInt8>, _ body: (UnsafeMutablePointer<UInt8>) -> T
+    ) -> T {
+        let base = buffer.baseAddress!
+        return body(base + (alignment - Int(bitPattern: base) % alignment) % alignment)
+    }
 
     /// Decodes every tile of `image` into place; the reason when one cannot be.
     mutating func decode(_ image: HEIFImage, from bytes: UnsafeRawBufferPointer) -> String? {
@@ -242,12 +279,13 @@ struct HEICPlanes {
                     into: &decoder.annexB, joining: &decoder.joined)
             else { return "a tile's NAL lengths overrun its bytes" }
             var picture = CHevcPicture()
-            let status = decoder.annexB.withUnsafeBufferPointer {
-                CHevc_decode(decoder.pointer, $0.baseAddress, $0.count, &picture, &error, error.count)
+            let (column, row) = (index % image.columns, index / image.columns)
+            let status = withTarget(x0: column * image.tileWidth, y0: row * image.tileHeight) { target in
+                decoder.annexB.withUnsafeBufferPointer {
+                    CHevc_decode(decoder.pointer, $0.baseAddress, $0.count, target, &picture, &error, error.count)
+                }
             }
-            guard status == 0 else {
-                return String(cBuffer: error)
-            }
+            guard status == 0 else { return String(cBuffer: error) }
             guard Int(picture.width) >= image.tileWidth, Int(picture.height) >= image.tileHeight else {
                 return "a tile decoded smaller than its 'ispe'"
             }
@@ -255,9 +293,32 @@ struct HEICPlanes {
                 pictureMatrix = Int(picture.matrix)
                 pictureFullRange = picture.full_range
             }
-            place(picture, column: index % image.columns, row: index / image.columns, image: image)
+            if picture.direct != 0 {
+                directTiles += 1
+            } else {
+                place(picture, column: column, row: row, image: image)
+            }
         }
         return nil
+    }
+
+    /// Calls `body` with where the tile at (`x0`, `y0`) may be decoded: its place in
+    /// the planes and the room from there to their end (nil without the grid layout).
+    private mutating func withTarget(x0: Int, y0: Int, _ body: (UnsafePointer<CHevcTarget>?) -> Int32) -> Int32 {
+        guard direct else { return body(nil) }
+        let (lumaStride, chromaStride, lumaRows, cbOffset, crOffset) = (
+            lumaStride, chromaStride, lumaRows, cbOffset, crOffset
+        )
+        return storage.withUnsafeMutableBufferPointer { buffer in
+            Self.origin(of: buffer) { out in
+                let luma = y0 * lumaStride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
+                var target = CHevcTarget(
+                    plane: (out + luma, out + cbOffset + chroma, out + crOffset + chroma),
+                    stride: (Int32(lumaStride), Int32(chromaStride), Int32(chromaStride)),
+                    width: Int32(lumaStride - x0), height: Int32(lumaRows - y0))
+                return body(&target)
+            }
+        }
     }
 
     /// Copies a decoded tile's visible part into the planes.
@@ -268,17 +329,18 @@ struct HEICPlanes {
         let (lumaStride, chromaStride, cbOffset, crOffset) = (self.lumaStride, self.chromaStride, cbOffset, crOffset)
         let cx0 = x0 / 2, cy0 = y0 / 2, chromaColumns = (columns + 1) / 2, chromaRows = (rows + 1) / 2
         storage.withUnsafeMutableBufferPointer { buffer in
-            let out = buffer.baseAddress!
-            for y in 0..<rows {
-                (out + (y0 + y) * lumaStride + x0).update(
-                    from: picture.plane.0! + Int(picture.stride.0) * y, count: columns)
-            }
-            for (offset, source, stride) in [
-                (cbOffset, picture.plane.1!, picture.stride.1), (crOffset, picture.plane.2!, picture.stride.2),
-            ] {
-                for y in 0..<chromaRows {
-                    (out + offset + (cy0 + y) * chromaStride + cx0).update(
-                        from: source + Int(stride) * y, count: chromaColumns)
+            Self.origin(of: buffer) { out in
+                for y in 0..<rows {
+                    (out + (y0 + y) * lumaStride + x0).update(
+                        from: picture.plane.0! + Int(picture.stride.0) * y, count: columns)
+                }
+                for (offset, source, stride) in [
+                    (cbOffset, picture.plane.1!, picture.stride.1), (crOffset, picture.plane.2!, picture.stride.2),
+                ] {
+                    for y in 0..<chromaRows {
+                        (out + offset + (cy0 + y) * chromaStride + cx0).update(
+                            from: source + Int(stride) * y, count: chromaColumns)
+                    }
                 }
             }
         }
@@ -301,15 +363,14 @@ struct HEICPlanes {
     /// Calls `body` with the planes as the encoder takes them (and may overwrite:
     /// a turned image is converted in place).
     mutating func withPlanes<T>(kr: Double, kb: Double, fullRange: Bool, _ body: (inout CJpegPlanesYcc) -> T) -> T {
-        let (width, lumaStride, chromaStride, cbOffset, crOffset) = (
-            width, lumaStride, chromaStride, cbOffset, crOffset
-        )
+        let (lumaStride, chromaStride, cbOffset, crOffset) = (lumaStride, chromaStride, cbOffset, crOffset)
         return storage.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
-            var ycc = CJpegPlanesYcc(
-                y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
-                kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
-            return body(&ycc)
+            Self.origin(of: buffer) { base in
+                var ycc = CJpegPlanesYcc(
+                    y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
+                    kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
+                return body(&ycc)
+            }
         }
     }
 }
