@@ -104,12 +104,15 @@ static void keep_memory(void *opaque, uint8_t *data) {
 
 // Whether a `format` frame of `width` × `height` fits the target as libavcodec
 // would allocate it: its size aligned as avcodec_align_dimensions2 says (the
-// decoder may write that far), pointers and strides at its alignment.
+// decoder may write that far), with a row to spare below (libavcodec's own
+// buffers end with a few dozen bytes past the last row), pointers and strides
+// at its alignment.
 static int fits_target(AVCodecContext *c, const CHevcTarget *t, int format, int width, int height) {
     if (format != AV_PIX_FMT_YUV420P && format != AV_PIX_FMT_YUVJ420P) return 0;
     int w = width, h = height, align[AV_NUM_DATA_POINTERS] = {0};
     av.align_dimensions2(c, &w, &h, align);
-    if (w > t->width || h > t->height || w > t->stride[0] || (w + 1) / 2 > t->stride[1] || (w + 1) / 2 > t->stride[2])
+    if (w <= 0 || h <= 0 || w > t->width || h + 2 > t->height || w > t->stride[0] || (w + 1) / 2 > t->stride[1] ||
+        (w + 1) / 2 > t->stride[2] || t->stride[1] < 128 || t->stride[2] < 128)
         return 0;
     for (int i = 0; i < 3; i++) {
         const int a = align[i] > 0 ? align[i] : 1;
