@@ -218,6 +218,63 @@ struct HEICRouteTests {
         }
     }
 
+    @Test("Decoded into place, the tiles stay inside the planes: a guard page right before and right after them")
+    func directTilesGuarded() throws {
+        for path in [Self.iPhone, Self.oddJFIF] {
+            let bytes = try Self.bytes(path)
+            let image = try Self.parse(bytes).get()
+            let layout = HEICPlanes(for: image)
+            #expect(layout.direct)
+            let chromaRows = (layout.lumaRows + 1) / 2
+            let size = layout.lumaStride * layout.lumaRows + 2 * layout.chromaStride * chromaRows
+            for atEnd in [false, true] {
+                let tiles = try Self.decodeGuarded(image, bytes, layout: layout, size: size, atEnd: atEnd)
+                #expect(tiles == image.tiles.count, "\(path): every tile decoded into place")
+            }
+        }
+    }
+
+    /// Decodes `image`'s tiles into `size` bytes laid out as `layout`, a PROT_NONE
+    /// page right before them (or, `atEnd`, right after): a write past the planes
+    /// stops the test process. Returns how many tiles were decoded into place.
+    static func decodeGuarded(_ image: HEIFImage, _ bytes: [UInt8], layout: HEICPlanes, size: Int, atEnd: Bool) throws
+        -> Int
+    {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE))), span = (size + page - 1) / page * page
+        let mapping = try #require(
+            mmap(nil, span + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+        defer { munmap(mapping, span + 2 * page) }
+        #expect(mprotect(mapping, page, PROT_NONE) == 0 && mprotect(mapping + page + span, page, PROT_NONE) == 0)
+        let origin = mapping.assumingMemoryBound(to: UInt8.self) + page + (atEnd ? span - size : 0)
+        let (stride, chromaStride, rows) = (layout.lumaStride, layout.chromaStride, layout.lumaRows)
+        let cb = origin + stride * rows, cr = cb + chromaStride * ((rows + 1) / 2)
+        let decoder = try #require(CHevc_open())
+        defer { CHevc_close(decoder) }
+        var (annexB, joined, direct) = ([UInt8](), [UInt8](), 0)
+        var error = [CChar](repeating: 0, count: 160)
+        for (index, extents) in image.tiles.enumerated() {
+            let ok = bytes.withUnsafeBytes {
+                HEVCConfiguration.picture(
+                    $0, extents: extents, lengthSize: image.lengthSize, parameterSets: image.parameterSets,
+                    into: &annexB, joining: &joined)
+            }
+            #expect(ok)
+            let x0 = index % image.columns * image.tileWidth, y0 = index / image.columns * image.tileHeight
+            let luma = y0 * stride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
+            var target = CHevcTarget(
+                plane: (origin + luma, cb + chroma, cr + chroma),
+                stride: (Int32(stride), Int32(chromaStride), Int32(chromaStride)),
+                width: Int32(stride - x0), height: Int32(rows - y0))
+            var picture = CHevcPicture()
+            let status = annexB.withUnsafeBufferPointer {
+                CHevc_decode(decoder, $0.baseAddress, $0.count, &target, &picture, &error, error.count)
+            }
+            #expect(status == 0, "\(String(cBuffer: error))")
+            direct += Int(picture.direct)
+        }
+        return direct
+    }
+
     /// The image's samples in `planes`: its luma rows, then its Cb and Cr rows.
     static func visible(_ planes: inout HEICPlanes) -> [UInt8] {
         let (width, height) = (planes.width, planes.height)
