@@ -4,7 +4,9 @@
 #include <libavutil/error.h>
 #include <libavutil/pixdesc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STRINGIFY_(x) #x
@@ -38,7 +40,30 @@ static struct {
     int (*default_get_buffer2)(AVCodecContext *, AVFrame *, int);
     void (*align_dimensions2)(AVCodecContext *, int *, int *, int[AV_NUM_DATA_POINTERS]);
     AVBufferRef *(*buffer_create)(uint8_t *, size_t, void (*)(void *, uint8_t *), void *, int);
+    void (*log_set_callback)(void (*)(void *, int, const char *, va_list));
+    void (*log_default_callback)(void *, int, const char *, va_list);
 } av;
+
+// libavcodec's log: its errors about the picture being decoded (a crafted or
+// damaged tile: "The cu_qp_delta 50 is outside the valid range") are kept, the
+// last one a thread, for the refusal's reason; nothing reaches stderr, where a
+// worker's lines would reach the user's terminal (THUMBPIPE_AV_LOG=1 lets
+// libavcodec print as it would, to look into a file).
+static _Thread_local char last_error[160];
+static int print_log;
+
+static void on_log(void *context, int level, const char *format, va_list arguments) {
+    if (print_log) {
+        va_list copy;
+        va_copy(copy, arguments);
+        av.log_default_callback(context, level, format, copy);
+        va_end(copy);
+    }
+    if (level > AV_LOG_ERROR) return;
+    vsnprintf(last_error, sizeof last_error, format, arguments);
+    const size_t n = strlen(last_error);
+    if (n && last_error[n - 1] == '\n') last_error[n - 1] = 0;
+}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -71,10 +96,15 @@ static void load_once(void) {
     FIND(default_get_buffer2, codec, "avcodec_default_get_buffer2");
     FIND(align_dimensions2, codec, "avcodec_align_dimensions2");
     FIND(buffer_create, util, "av_buffer_create");
+    FIND(log_set_callback, util, "av_log_set_callback");
+    FIND(log_default_callback, util, "av_log_default_callback");
 #undef FIND
     void **all = (void **)&av.find_decoder;
     for (size_t i = 0; i < (sizeof av - offsetof(__typeof__(av), find_decoder)) / sizeof(void *); i++)
         if (!all[i]) return;
+    const char *print = getenv("THUMBPIPE_AV_LOG");
+    print_log = print && *print && strcmp(print, "0") != 0;
+    av.log_set_callback(on_log);
     av.loaded = 1;
 }
 
@@ -166,6 +196,9 @@ CHevcDecoder *CHevc_open(void) {
     // One thread: the worker is one of several processes, and a thread pool would
     // start threads inside the sandbox for no gain.
     d->context->thread_count = 1;
+    // No frame threading asked for either: libavcodec warns on stderr when a custom
+    // get_buffer2 (below) comes with a request for it, even for one thread.
+    d->context->thread_type = 0;
     // A damaged slice is an error where the decoder can tell (the item then takes libvips's route, or fails).
     d->context->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK | AV_EF_BITSTREAM;
     // Pictures decoded into the caller's planes where they fit (no frame pool to fault
@@ -179,11 +212,17 @@ CHevcDecoder *CHevc_open(void) {
     return d;
 }
 
+// The reason: `what`, libavcodec's error `code` and its last logged error, if any.
 static int refuse(char *error, size_t size, const char *what, int code) {
     if (error && size) {
         char text[AV_ERROR_MAX_STRING_SIZE] = "";
         if (code) av.strerror(code, text, sizeof text);
-        snprintf(error, size, code ? "%s (%s)" : "%s", what, text);
+        if (code && last_error[0])
+            snprintf(error, size, "%s (%s: %s)", what, text, last_error);
+        else if (code || last_error[0])
+            snprintf(error, size, "%s (%s)", what, code ? text : last_error);
+        else
+            snprintf(error, size, "%s", what);
     }
     return -1;
 }
@@ -269,6 +308,7 @@ int CHevc_decode(CHevcDecoder *d, const uint8_t *data, size_t size, const CHevcT
     av.flush_buffers(d->context);
     d->target = target;
     d->target_taken = 0;
+    last_error[0] = 0;
     const int rc = decode(d, data, size, picture, error, error_size);
     if (d->target_taken) {
         // Nothing of the decoder's refers to the target after the call: a picture

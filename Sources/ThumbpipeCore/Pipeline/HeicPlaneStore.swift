@@ -285,7 +285,7 @@ struct HEICPlanes {
                     CHevc_decode(decoder.pointer, $0.baseAddress, $0.count, target, &picture, &error, error.count)
                 }
             }
-            guard status == 0 else { return String(cBuffer: error) }
+            guard status == 0 else { return String(cBuffer: error).numbersAsN }
             guard Int(picture.width) >= image.tileWidth, Int(picture.height) >= image.tileHeight else {
                 return "a tile decoded smaller than its 'ispe'"
             }

@@ -86,11 +86,7 @@ struct JpegPlaneStore {
         // Decoding, colour and encoding interleave, band by band: timed apart in C.
         spans.split(lastOf: .store, into: [(.decode, result.decode_ns), (.colour, result.colour_ns)])
         guard status == 0 else {
-            let reason = String(cBuffer: error)
-            // The report groups items by this: libjpeg's message with its numbers as N,
-            // so a collection of damaged files makes a few groups, not one a file.
-            let general = reason.replacing(/\b[0-9]{2,}\b/, with: "N")
-            return Made(refused: "libjpeg refused it (\(general))")
+            return Made(refused: "libjpeg refused it (\(String(cBuffer: error).numbersAsN))")
         }
         guard let descriptor else { return Made(tap: filled) }
         guard let jpeg = result.jpeg else { return Made(refused: "no store bytes") }
