@@ -246,8 +246,6 @@ struct HEICRouteTests {
         defer { munmap(mapping, span + 2 * page) }
         #expect(mprotect(mapping, page, PROT_NONE) == 0 && mprotect(mapping + page + span, page, PROT_NONE) == 0)
         let origin = mapping.assumingMemoryBound(to: UInt8.self) + page + (atEnd ? span - size : 0)
-        let (stride, chromaStride, rows) = (layout.lumaStride, layout.chromaStride, layout.lumaRows)
-        let cb = origin + stride * rows, cr = cb + chromaStride * ((rows + 1) / 2)
         let decoder = try #require(CHevc_open())
         defer { CHevc_close(decoder) }
         var (annexB, joined, direct) = ([UInt8](), [UInt8](), 0)
@@ -260,11 +258,7 @@ struct HEICRouteTests {
             }
             #expect(ok)
             let x0 = index % image.columns * image.tileWidth, y0 = index / image.columns * image.tileHeight
-            let luma = y0 * stride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
-            var target = CHevcTarget(
-                plane: (origin + luma, cb + chroma, cr + chroma),
-                stride: (Int32(stride), Int32(chromaStride), Int32(chromaStride)),
-                width: Int32(stride - x0), height: Int32(rows - y0))
+            var target = layout.target(origin: origin, x0: x0, y0: y0)
             var picture = CHevcPicture()
             let status = annexB.withUnsafeBufferPointer {
                 CHevc_decode(decoder, $0.baseAddress, $0.count, &target, &picture, &error, error.count)

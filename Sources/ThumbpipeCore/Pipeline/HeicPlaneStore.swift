@@ -247,15 +247,25 @@ struct HEICPlanes {
     }
 
     var chromaHeight: Int { (height + 1) / 2 }
-    private var cbOffset: Int { lumaStride * lumaRows }
-    private var crOffset: Int { cbOffset + chromaStride * ((lumaRows + 1) / 2) }
+    var cbOffset: Int { lumaStride * lumaRows }
+    var crOffset: Int { cbOffset + chromaStride * ((lumaRows + 1) / 2) }
 
-    /// Calls `body` with the planes' origin in `buffer` (aligned as libavcodec asks).
-    private static func origin<T>(
-        of buffer: UnsafeMutableBufferPointer<UInt8>, _ body: (UnsafeMutablePointer<UInt8>) -> T
-    ) -> T {
-        let base = buffer.baseAddress!
-        return body(base + (alignment - Int(bitPattern: base) % alignment) % alignment)
+    /// Calls `body` with the planes' origin in the buffer (aligned as libavcodec asks).
+    private mutating func withOrigin<T>(_ body: (UnsafeMutablePointer<UInt8>) -> T) -> T {
+        storage.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            return body(base + (Self.alignment - Int(bitPattern: base) % Self.alignment) % Self.alignment)
+        }
+    }
+
+    /// Where the tile at (`x0`, `y0`) is decoded when the planes start at `origin`:
+    /// its place in each plane and the room from there to the planes' end.
+    func target(origin: UnsafeMutablePointer<UInt8>, x0: Int, y0: Int) -> CHevcTarget {
+        let luma = y0 * lumaStride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
+        return CHevcTarget(
+            plane: (origin + luma, origin + cbOffset + chroma, origin + crOffset + chroma),
+            stride: (Int32(lumaStride), Int32(chromaStride), Int32(chromaStride)),
+            width: Int32(lumaStride - x0), height: Int32(lumaRows - y0))
     }
 
     /// Decodes every tile of `image` into place; the reason when one cannot be.
@@ -306,18 +316,10 @@ struct HEICPlanes {
     /// the planes and the room from there to their end (nil without the grid layout).
     private mutating func withTarget(x0: Int, y0: Int, _ body: (UnsafePointer<CHevcTarget>?) -> Int32) -> Int32 {
         guard direct else { return body(nil) }
-        let (lumaStride, chromaStride, lumaRows, cbOffset, crOffset) = (
-            lumaStride, chromaStride, lumaRows, cbOffset, crOffset
-        )
-        return storage.withUnsafeMutableBufferPointer { buffer in
-            Self.origin(of: buffer) { out in
-                let luma = y0 * lumaStride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
-                var target = CHevcTarget(
-                    plane: (out + luma, out + cbOffset + chroma, out + crOffset + chroma),
-                    stride: (Int32(lumaStride), Int32(chromaStride), Int32(chromaStride)),
-                    width: Int32(lumaStride - x0), height: Int32(lumaRows - y0))
-                return body(&target)
-            }
+        let planes = self
+        return withOrigin { origin in
+            var target = planes.target(origin: origin, x0: x0, y0: y0)
+            return body(&target)
         }
     }
 
@@ -328,19 +330,17 @@ struct HEICPlanes {
         guard columns > 0, rows > 0 else { return }
         let (lumaStride, chromaStride, cbOffset, crOffset) = (self.lumaStride, self.chromaStride, cbOffset, crOffset)
         let cx0 = x0 / 2, cy0 = y0 / 2, chromaColumns = (columns + 1) / 2, chromaRows = (rows + 1) / 2
-        storage.withUnsafeMutableBufferPointer { buffer in
-            Self.origin(of: buffer) { out in
-                for y in 0..<rows {
-                    (out + (y0 + y) * lumaStride + x0).update(
-                        from: picture.plane.0! + Int(picture.stride.0) * y, count: columns)
-                }
-                for (offset, source, stride) in [
-                    (cbOffset, picture.plane.1!, picture.stride.1), (crOffset, picture.plane.2!, picture.stride.2),
-                ] {
-                    for y in 0..<chromaRows {
-                        (out + offset + (cy0 + y) * chromaStride + cx0).update(
-                            from: source + Int(stride) * y, count: chromaColumns)
-                    }
+        withOrigin { out in
+            for y in 0..<rows {
+                (out + (y0 + y) * lumaStride + x0).update(
+                    from: picture.plane.0! + Int(picture.stride.0) * y, count: columns)
+            }
+            for (offset, source, stride) in [
+                (cbOffset, picture.plane.1!, picture.stride.1), (crOffset, picture.plane.2!, picture.stride.2),
+            ] {
+                for y in 0..<chromaRows {
+                    (out + offset + (cy0 + y) * chromaStride + cx0).update(
+                        from: source + Int(stride) * y, count: chromaColumns)
                 }
             }
         }
@@ -364,13 +364,11 @@ struct HEICPlanes {
     /// a turned image is converted in place).
     mutating func withPlanes<T>(kr: Double, kb: Double, fullRange: Bool, _ body: (inout CJpegPlanesYcc) -> T) -> T {
         let (lumaStride, chromaStride, cbOffset, crOffset) = (lumaStride, chromaStride, cbOffset, crOffset)
-        return storage.withUnsafeMutableBufferPointer { buffer in
-            Self.origin(of: buffer) { base in
-                var ycc = CJpegPlanesYcc(
-                    y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
-                    kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
-                return body(&ycc)
-            }
+        return withOrigin { base in
+            var ycc = CJpegPlanesYcc(
+                y: base, cb: base + cbOffset, cr: base + crOffset, y_stride: lumaStride, c_stride: chromaStride,
+                kr: kr, kb: kb, full_range: fullRange ? 1 : 0, writable: 1)
+            return body(&ycc)
         }
     }
 }
