@@ -258,7 +258,7 @@ struct HEICRouteTests {
             }
             #expect(ok)
             let x0 = index % image.columns * image.tileWidth, y0 = index / image.columns * image.tileHeight
-            var target = layout.target(origin: origin, x0: x0, y0: y0)
+            var target = layout.layout.target(origin: origin, x0: x0, y0: y0)
             var picture = CHevcPicture()
             let status = annexB.withUnsafeBufferPointer {
                 CHevc_decode(decoder, $0.baseAddress, $0.count, &target, &picture, &error, error.count)

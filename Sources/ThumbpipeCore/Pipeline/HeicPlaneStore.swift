@@ -247,8 +247,8 @@ struct HEICPlanes {
     }
 
     var chromaHeight: Int { (height + 1) / 2 }
-    var cbOffset: Int { lumaStride * lumaRows }
-    var crOffset: Int { cbOffset + chromaStride * ((lumaRows + 1) / 2) }
+    private var cbOffset: Int { lumaStride * lumaRows }
+    private var crOffset: Int { cbOffset + chromaStride * ((lumaRows + 1) / 2) }
 
     /// Calls `body` with the planes' origin in the buffer (aligned as libavcodec asks).
     private mutating func withOrigin<T>(_ body: (UnsafeMutablePointer<UInt8>) -> T) -> T {
@@ -258,14 +258,26 @@ struct HEICPlanes {
         }
     }
 
-    /// Where the tile at (`x0`, `y0`) is decoded when the planes start at `origin`:
-    /// its place in each plane and the room from there to the planes' end.
-    func target(origin: UnsafeMutablePointer<UInt8>, x0: Int, y0: Int) -> CHevcTarget {
-        let luma = y0 * lumaStride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
-        return CHevcTarget(
-            plane: (origin + luma, origin + cbOffset + chroma, origin + crOffset + chroma),
-            stride: (Int32(lumaStride), Int32(chromaStride), Int32(chromaStride)),
-            width: Int32(lumaStride - x0), height: Int32(lumaRows - y0))
+    /// The planes' strides and offsets, as a value of its own (no buffer).
+    var layout: Layout {
+        Layout(
+            lumaStride: lumaStride, chromaStride: chromaStride, lumaRows: lumaRows, cbOffset: cbOffset,
+            crOffset: crOffset)
+    }
+
+    /// Where each plane is, from the planes' origin.
+    struct Layout {
+        let lumaStride, chromaStride, lumaRows, cbOffset, crOffset: Int
+
+        /// Where the tile at (`x0`, `y0`) is decoded when the planes start at `origin`:
+        /// its place in each plane and the room from there to the planes' end.
+        func target(origin: UnsafeMutablePointer<UInt8>, x0: Int, y0: Int) -> CHevcTarget {
+            let luma = y0 * lumaStride + x0, chroma = y0 / 2 * chromaStride + x0 / 2
+            return CHevcTarget(
+                plane: (origin + luma, origin + cbOffset + chroma, origin + crOffset + chroma),
+                stride: (Int32(lumaStride), Int32(chromaStride), Int32(chromaStride)),
+                width: Int32(lumaStride - x0), height: Int32(lumaRows - y0))
+        }
     }
 
     /// Decodes every tile of `image` into place; the reason when one cannot be.
@@ -316,9 +328,11 @@ struct HEICPlanes {
     /// the planes and the room from there to their end (nil without the grid layout).
     private mutating func withTarget(x0: Int, y0: Int, _ body: (UnsafePointer<CHevcTarget>?) -> Int32) -> Int32 {
         guard direct else { return body(nil) }
-        let planes = self
+        // The layout as a value: a copy of `self` in the closure would share the
+        // buffer, and borrowing the buffer mutably would then copy it.
+        let layout = self.layout
         return withOrigin { origin in
-            var target = planes.target(origin: origin, x0: x0, y0: y0)
+            var target = layout.target(origin: origin, x0: x0, y0: y0)
             return body(&target)
         }
     }
