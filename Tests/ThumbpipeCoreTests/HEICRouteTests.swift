@@ -340,4 +340,51 @@ struct HEICRouteTests {
         let outcome = try Self.outcome(damaged, name: "damaged.heic")
         #expect(outcome.failure != nil || outcome.store != nil)
     }
+
+    /// Every HEIC of the fixtures, and of the corpus when `THUMBPIPE_CORPUS` is set.
+    static func heicFiles() throws -> [String] {
+        let named = { (path: String) in HeicPlaneStore.namedLikeHEIC(path) }
+        return
+            (["photos", "edge", "bad"].flatMap(TestPaths.fixtureFiles).map(TestPaths.fixture)
+            + (try TestPaths.corpusFiles(["photos", "edge", "bad"]))).filter(named)
+    }
+
+    @Test("A HEIC the route reads has the header libvips reads: size, orientation, format, alpha, EXIF and XMP")
+    func ownHeader() throws {
+        let limits = PipelineSettings().limits
+        var own = 0
+        for path in try Self.heicFiles() {
+            let source = try SourceBytes(path: path)
+            guard let header = HeicPlaneStore.header(of: source, limits: limits) else { continue }
+            own += 1
+            let libvips = try Decode(limits: limits).header(of: source)
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let sizes: [Int] = [header.width, header.height, header.orientation]
+            #expect(sizes == [libvips.width, libvips.height, libvips.orientation], "\(name)")
+            #expect(header.format == libvips.format && header.hasAlpha == libvips.hasAlpha, "\(name)")
+            #expect(header.shrink == libvips.shrink, "\(name)")
+            #expect(header.embedded == libvips.embedded, "\(name)")
+        }
+        // The phone photos are the route's: the comparison cannot pass on no file.
+        #expect(own >= 2)
+        let iPhone = try #require(HeicPlaneStore.header(of: try SourceBytes(path: Self.iPhone), limits: limits))
+        #expect(iPhone.embedded.taken != nil, "its EXIF date, read from its own 'Exif' item")
+    }
+
+    @Test("A HEIC whose metadata is more than plain EXIF and XMP has its header from libvips")
+    func ownHeaderRefusals() throws {
+        let limits = PipelineSettings().limits
+        let iPhone = try Self.bytes(Self.iPhone)
+        // Its 'Exif' item retyped: metadata of a type only libheif reads.
+        let at = try #require(Self.find(Array("Exif".utf8), in: iPhone))
+        var retyped = iPhone
+        retyped.replaceSubrange(at..<(at + 4), with: Array("iptc".utf8))
+        let path = TestPaths.temporaryFolder("heic-header") + "/retyped.heic"
+        try Data(retyped).write(to: URL(fileURLWithPath: path))
+        #expect(HeicPlaneStore.header(of: try SourceBytes(path: path), limits: limits).map(\.width) == nil)
+        // HEIF not allowed: libvips's header says so.
+        var noHEIF = limits
+        noHEIF.formats = ImageFormats(ImageFormat.photoFormats.filter { $0 != .heif })
+        #expect(HeicPlaneStore.header(of: try SourceBytes(path: Self.iPhone), limits: noHEIF).map(\.width) == nil)
+    }
 }

@@ -33,6 +33,14 @@ struct HEIFImage: Equatable {
     /// Its colour primaries and transfer by `nclx` (H.273), when said.
     var primaries: Int?
     var transfer: Int?
+    /// The items that describe it (EXIF, XMP), as ``HEIFContainer/described(_:maxPixels:)`` reads them.
+    var metadata: [Metadata] = []
+
+    /// A metadata item: its type (`Exif`, `mime`) and its bytes.
+    struct Metadata: Equatable {
+        var type: String
+        var bytes: [UInt8]
+    }
 }
 
 enum HEIFContainer {
@@ -42,6 +50,19 @@ enum HEIFContainer {
     /// The primary image of the HEIF file `bytes`, checked against `maxPixels`
     /// (``PipelineSettings/Limits/maxPixels``, 0 for none) before anything is allocated.
     static func primary(_ bytes: UnsafeRawBufferPointer, maxPixels: Int) throws(HEIFRefusal) -> HEIFImage {
+        try meta(bytes).primaryImage(maxPixels: maxPixels)
+    }
+
+    /// The primary image, as ``primary(_:maxPixels:)``, with its metadata items.
+    static func described(_ bytes: UnsafeRawBufferPointer, maxPixels: Int) throws(HEIFRefusal) -> HEIFImage {
+        let parts = try meta(bytes)
+        var image = try parts.primaryImage(maxPixels: maxPixels)
+        if let id = parts.primaryID { image.metadata = try parts.metadata(of: id) }
+        return image
+    }
+
+    /// The file's `meta` box, read, after its brand is checked.
+    private static func meta(_ bytes: UnsafeRawBufferPointer) throws(HEIFRefusal) -> HEIFMeta {
         let top = try HEIFReader(bytes).boxes()
         guard let ftyp = top.first, ftyp.type == "ftyp" else { throw HEIFRefusal("no 'ftyp' box first") }
         var brands = HEIFReader(bytes, from: ftyp.start, to: ftyp.end)
@@ -49,8 +70,7 @@ enum HEIFContainer {
         guard ["heic", "heix", "mif1", "msf1", "heim", "heis"].contains(major) || brandsList(&brands).contains("heic")
         else { throw HEIFRefusal("brand '\(major)' is not HEIC") }
         guard let meta = top.first(where: { $0.type == "meta" }) else { throw HEIFRefusal("no 'meta' box") }
-        let parts = try HEIFMeta(bytes, start: meta.start, end: meta.end)
-        return try parts.primaryImage(maxPixels: maxPixels)
+        return try HEIFMeta(bytes, start: meta.start, end: meta.end)
     }
 
     private static func brandsList(_ reader: inout HEIFReader) -> [String] {

@@ -72,6 +72,24 @@ extension HEIFMeta {
         return (byOrientation.firstIndex(of: matrix) ?? 0) + 1
     }
 
+    /// The items that describe image `id` (a `cdsc` reference to it), by item ID,
+    /// as libheif lists an image's metadata: their type (`Exif`, `mime`) and bytes.
+    /// Refused when one is of another type, encoded, over 1 MB, or refers to more
+    /// than one image, or there are more than 16 (what libvips's HEIF loader reads).
+    func metadata(of id: Int) throws(HEIFRefusal) -> [HEIFImage.Metadata] {
+        var found: [HEIFImage.Metadata] = []
+        for (item, targets) in (references["cdsc"] ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard targets.count == 1 else { throw HEIFRefusal("metadata that describes \(targets.count) images") }
+            guard targets[0] == id else { continue }
+            guard let type = types[item], type == "Exif" || type == "mime", !encodedItems.contains(item) else {
+                throw HEIFRefusal("metadata of type '\(types[item] ?? "none")'")
+            }
+            found.append(HEIFImage.Metadata(type: type, bytes: try itemBytes(item)))
+        }
+        guard found.count <= 16 else { throw HEIFRefusal("\(found.count) metadata items") }
+        return found
+    }
+
     /// The primary image, its tiles and its colour, refused where the route cannot follow.
     func primaryImage(maxPixels: Int) throws(HEIFRefusal) -> HEIFImage {
         guard let id = primaryID, let type = types[id] else { throw HEIFRefusal("no primary item") }

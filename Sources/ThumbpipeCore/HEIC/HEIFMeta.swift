@@ -15,6 +15,8 @@ struct HEIFMeta {
     var associations: [Int: [(index: Int, essential: Bool)]] = [:]
     /// The `idat` box's payload.
     var idat: Range<Int>?
+    /// `mime` items whose bytes are encoded (a `content_encoding` such as deflate).
+    var encodedItems: Set<Int> = []
 
     init(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) throws(HEIFRefusal) {
         self.bytes = bytes
@@ -51,8 +53,15 @@ struct HEIFMeta {
             guard entryVersion >= 2 else { continue }
             let id = try infe.uint(entryVersion == 2 ? 2 : 4)
             try infe.skip(2)
-            types[id] = try infe.fourCC()
+            let type = try infe.fourCC()
+            types[id] = type
             guard types.count <= 100_000 else { throw HEIFRefusal("over 100,000 items") }
+            if type == "mime" {
+                // Its name, its content type, then (optional) its content encoding.
+                _ = try infe.cString()
+                _ = try infe.cString()
+                if infe.remaining > 0, !(try infe.cString()).isEmpty { encodedItems.insert(id) }
+            }
         }
     }
 

@@ -148,6 +148,10 @@ public struct ItemJobRunner: Sendable {
         do {
             let (source, header) = try spans.measure(.header) { () throws(ItemFailure) in
                 let source = try SourceBytes(descriptor: descriptor, limit: settings.limits.maxFileBytes)
+                // A HEIC the route reads has its header from the route's own parse.
+                if heicPlanes, let own = HeicPlaneStore.header(of: source, limits: settings.limits) {
+                    return (source, own)
+                }
                 return (source, try thumbnailer.decode.header(of: source))
             }
             // The reply's header: what it says, without the worker's own image and tables.
