@@ -235,14 +235,19 @@ extension FuzzTarget {
 
 extension FuzzTarget {
     /// The container parser on any bytes: a primary image it accepts lies inside
-    /// the file, within the limits, its grid covered by its tiles.
+    /// the file, within the limits, its grid covered by its tiles, its metadata
+    /// items (the header's EXIF and XMP) at most 16 of at most 1 MB each.
     static func heif(_ bytes: UnsafeRawBufferPointer) -> String? {
         let maxPixels = 100_000_000
         guard
             case .success(let image) = Result(catching: { () throws(HEIFRefusal) in
-                try HEIFContainer.primary(bytes, maxPixels: maxPixels)
+                try HEIFContainer.described(bytes, maxPixels: maxPixels)
             })
         else { return nil }
+        if image.metadata.count > 16 || image.metadata.contains(where: { $0.bytes.count > 1 << 20 }) {
+            return
+                "\(image.metadata.count) metadata items, the largest \(image.metadata.map(\.bytes.count).max() ?? 0) bytes"
+        }
         if image.width * image.height > maxPixels { return "\(image.width) × \(image.height) over the limit" }
         if image.tiles.count != image.columns * image.rows || image.tiles.count > HEIFContainer.maxTiles {
             return "\(image.tiles.count) tiles for a \(image.columns) × \(image.rows) grid"
