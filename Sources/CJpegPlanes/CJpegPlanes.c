@@ -1,8 +1,6 @@
 #include "CJpegPlanes.h"
 #include <limits.h>
-#include <malloc.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,46 +84,6 @@ static boolean sink_grow(j_compress_ptr cinfo) {
 }
 
 static void sink_term(j_compress_ptr cinfo) { (void)cinfo; }
-
-// A worker encodes one store after another, each of a few MB: glibc maps a
-// buffer that large anew for each (thumbpipe's mmap threshold is 128 KB) and
-// unmaps it when freed, so every store's pages were faulted in and zeroed
-// again. The buffer the last store was handed back in is kept instead (up to
-// 64 MB, its size what malloc_usable_size says) and the next store starts in it.
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char *kept_sink = NULL;
-#define KEPT_SINK_LIMIT ((size_t)64 << 20)
-
-// A buffer of at least `*capacity` bytes (the kept one, grown if need be); its size in `*capacity`.
-static unsigned char *sink_buffer(size_t *capacity) {
-    pthread_mutex_lock(&kept_lock);
-    unsigned char *data = kept_sink;
-    kept_sink = NULL;
-    pthread_mutex_unlock(&kept_lock);
-    if (data && malloc_usable_size(data) < *capacity) {
-        unsigned char *grown = realloc(data, *capacity);
-        if (!grown) free(data);
-        data = grown;
-    } else if (!data) {
-        data = malloc(*capacity);
-    }
-    if (data) *capacity = malloc_usable_size(data);
-    return data;
-}
-
-// Keeps `data` for the next store (freeing the one kept before), or frees it.
-static void release_sink(unsigned char *data) {
-    if (!data) return;
-    if (malloc_usable_size(data) > KEPT_SINK_LIMIT) {
-        free(data);
-        return;
-    }
-    pthread_mutex_lock(&kept_lock);
-    unsigned char *dropped = kept_sink;
-    kept_sink = data;
-    pthread_mutex_unlock(&kept_lock);
-    free(dropped);
-}
 
 // MARK: - Planes and bands
 
@@ -477,7 +435,7 @@ static void start_encoder(Work *w, const CJpegPlanesJob *job, int UW, int UH, J_
     jpeg_create_compress(out);
     w->out_made = 1;
     w->sink.capacity = (size_t)UW * UH / 8 + 65536;
-    w->sink.data = sink_buffer(&w->sink.capacity);
+    w->sink.data = malloc(w->sink.capacity);
     if (!w->sink.data) stop((j_common_ptr)out, "out of memory for the store's bytes");
     w->sink.pub.init_destination = sink_init;
     w->sink.pub.empty_output_buffer = sink_grow;
@@ -1424,7 +1382,7 @@ static int finish(Work *w, int status, const CJpegPlanesJob *job, CJpegPlanesRes
     if (status == 0 && job->quality > 0) {
         result->jpeg = w->sink.data;
     } else {
-        release_sink(w->sink.data);
+        free(w->sink.data);
         result->size = 0;
     }
     free(w);
@@ -1584,7 +1542,7 @@ int CJpegPlanes_encode_ycc(const CJpegPlanesYcc *planes, const CJpegPlanesJob *j
     return finish(w, status, job, result);
 }
 
-void CJpegPlanes_free_buffer(unsigned char *jpeg) { release_sink(jpeg); }
+void CJpegPlanes_free_buffer(unsigned char *jpeg) { free(jpeg); }
 
 // The tables of one component from the callers' steps, for the two test entries.
 static Work *test_work(const unsigned short source[64], const unsigned short store[64], int *narrow) {
