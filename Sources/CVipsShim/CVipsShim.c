@@ -105,51 +105,9 @@ static int has_property(VipsOperation *op, const char *name) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(op), name) != NULL;
 }
 
-// A worker reads one source after another into memory, each of a few MB:
-// glibc maps a buffer that large anew for each (thumbpipe's mmap threshold is
-// 128 KB) and unmaps it when the source goes, so every source's pages were
-// faulted in and zeroed before its bytes were copied there (700 page faults
-// for an iPhone HEIC). One buffer is kept from source to source instead: the
-// one a freed source was read into, up to 64 MB. Each buffer begins with its
-// capacity, a header of SPARE_HEADER bytes before the source's own.
-#define SPARE_HEADER 64
-#define SPARE_LIMIT ((size_t)64 << 20)
-static GMutex spare_lock;
-static unsigned char *spare = NULL;
-
-static size_t buffer_capacity(const unsigned char *base) {
-    size_t capacity;
-    memcpy(&capacity, base, sizeof capacity);
-    return capacity;
-}
-
-// A buffer for `size` bytes: the spare when it is large enough, else a new
-// one (its capacity rounded up to a MB, so sources of growing sizes reuse it).
-static unsigned char *take_buffer(size_t size) {
-    g_mutex_lock(&spare_lock);
-    unsigned char *base = spare && buffer_capacity(spare) >= size ? spare : NULL;
-    if (base) spare = NULL;
-    g_mutex_unlock(&spare_lock);
-    if (base) return base + SPARE_HEADER;
-    const size_t capacity = size <= SPARE_LIMIT ? (size + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1) : size;
-    if (capacity > SIZE_MAX - SPARE_HEADER || !(base = g_try_malloc(capacity + SPARE_HEADER))) return NULL;
-    memcpy(base, &capacity, sizeof capacity);
-    return base + SPARE_HEADER;
-}
-
-// Frees a source's buffer, or keeps it as the spare (from any thread: the
-// last image of a source may go on one of libvips's).
 static int free_bytes(void *data, void *client) {
     (void)client;
-    unsigned char *base = (unsigned char *)data - SPARE_HEADER;
-    g_mutex_lock(&spare_lock);
-    unsigned char *dropped = base;
-    if (buffer_capacity(base) <= SPARE_LIMIT && (!spare || buffer_capacity(spare) < buffer_capacity(base))) {
-        dropped = spare;
-        spare = base;
-    }
-    g_mutex_unlock(&spare_lock);
-    g_free(dropped);
+    g_free(data);
     return 0;
 }
 
@@ -168,7 +126,7 @@ VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error) {
         *error = EFBIG;
         return NULL;
     }
-    unsigned char *data = take_buffer(size);
+    unsigned char *data = g_try_malloc(size);
     if (!data) {
         *error = ENOMEM;
         return NULL;
@@ -181,7 +139,7 @@ VipsBlob *CVipsShim_blob_read_fd(int fd, size_t max_bytes, int *error) {
         done += (size_t)n;
     }
     if (done == 0) {
-        free_bytes(data, NULL);
+        g_free(data);
         *error = EIO;
         return NULL;
     }

@@ -25,25 +25,6 @@ struct FileDescriptorTests {
         #expect(FileSystem.text(of: b) == "A", "replacing, as rename(2)")
     }
 
-    @Test("Sources read one after another into one kept buffer: each has its own bytes and count, never the last one's")
-    func sourcesInAKeptBuffer() throws {
-        let folder = TestPaths.temporaryFolder("sources")
-        // Sizes that grow past the kept buffer, shrink into it, and straddle its MB rounding.
-        let sizes = [3 << 20, 1 << 20, (3 << 20) + 5, 17, 5 << 20, (2 << 20) - 1]
-        for (index, size) in sizes.enumerated() {
-            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
-            try FileSystem.write(bytes, to: "\(folder)/\(index)")
-            let source = try SourceBytes(path: "\(folder)/\(index)")
-            #expect(source.count == size)
-            #expect(source.withUnsafeBytes { $0.elementsEqual(bytes) }, "source \(index) of \(size) bytes")
-        }
-        // Two alive at once: two buffers, each its own.
-        let first = try SourceBytes(path: "\(folder)/0"), second = try SourceBytes(path: "\(folder)/4")
-        let (a, b) = (first.withUnsafeBytes { $0.baseAddress }, second.withUnsafeBytes { $0.baseAddress })
-        #expect(a != b)
-        #expect(first.count == sizes[0] && second.count == sizes[4])
-    }
-
     @Test("Positioned writes and reads go through whole buffers; a closed descriptor throws EBADF")
     func positioned() throws {
         let path = TestPaths.temporaryFolder("pwrite") + "/f"
