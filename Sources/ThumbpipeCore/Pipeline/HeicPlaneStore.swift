@@ -127,13 +127,13 @@ struct HeicPlaneStore {
 extension HeicPlaneStore {
     /// The header of a HEIC the route reads, from the route's own parse of the
     /// container, not libheif's (which copies every item of the file, its tiles
-    /// included, to find an image's metadata: 2.5 ms and 5,000 page faults for an
-    /// iPhone photo, and libheif's parser kept away from files it will not
-    /// decode): the size as libheif gives it (turned, no orientation left), the
-    /// EXIF and XMP set on an image the way libvips's HEIF loader sets them, from
-    /// the same items in the same order, and read as every header's are. Nil when
-    /// the route would not take the file, or its metadata is of a kind only
-    /// libheif reads: the caller then asks libvips.
+    /// included, to find an image's metadata: the header stage took 2.0–2.7 ms an
+    /// item against 1.2–1.4, and 5,000 more page faults over 16 phone photos; and
+    /// libheif's parser is kept to files the route refuses): the size as libheif
+    /// gives it (turned, no orientation left), the EXIF and XMP set on an image the
+    /// way libvips's HEIF loader sets them, from the same items in the same order,
+    /// and read as every header's are. Nil when the route would not take the file,
+    /// or its metadata is of a kind only libheif reads: the caller then asks libvips.
     static func header(of source: SourceBytes, limits: PipelineSettings.Limits) -> SourceHeader? {
         guard !disabled, limits.formats.contains(.heif),
             limits.maxFileBytes <= 0 || source.count <= limits.maxFileBytes,
