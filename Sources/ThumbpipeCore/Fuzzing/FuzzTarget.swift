@@ -244,7 +244,9 @@ extension FuzzTarget {
                 try HEIFContainer.described(bytes, maxPixels: maxPixels)
             })
         else { return nil }
-        if image.metadata.count > 16 || image.metadata.contains(where: { $0.bytes.count > 1 << 20 }) {
+        if image.metadata.count > HEIFMeta.maxMetadataItems
+            || image.metadata.contains(where: { $0.bytes.count > HEIFMeta.maxItemBytes })
+        {
             return
                 "\(image.metadata.count) metadata items, the largest \(image.metadata.map(\.bytes.count).max() ?? 0) bytes"
         }

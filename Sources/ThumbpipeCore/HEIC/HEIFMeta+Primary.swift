@@ -86,7 +86,7 @@ extension HEIFMeta {
             }
             found.append(HEIFImage.Metadata(type: type, bytes: try itemBytes(item)))
         }
-        guard found.count <= 16 else { throw HEIFRefusal("\(found.count) metadata items") }
+        guard found.count <= Self.maxMetadataItems else { throw HEIFRefusal("\(found.count) metadata items") }
         return found
     }
 

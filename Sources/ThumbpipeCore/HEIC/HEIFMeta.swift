@@ -18,6 +18,11 @@ struct HEIFMeta {
     /// `mime` items whose bytes are encoded (a `content_encoding` such as deflate).
     var encodedItems: Set<Int> = []
 
+    /// The most bytes an item read whole may have (libvips's limit for EXIF).
+    static let maxItemBytes = 1 << 20
+    /// The most metadata items an image may have (what libvips's HEIF loader reads).
+    static let maxMetadataItems = 16
+
     init(_ bytes: UnsafeRawBufferPointer, start: Int, end: Int) throws(HEIFRefusal) {
         self.bytes = bytes
         // A full box: version and flags first.
@@ -145,7 +150,7 @@ struct HEIFMeta {
     }
 
     /// The bytes of item `id`, its extents joined (at most `limit` bytes).
-    func itemBytes(_ id: Int, limit: Int = 1 << 20) throws(HEIFRefusal) -> [UInt8] {
+    func itemBytes(_ id: Int, limit: Int = HEIFMeta.maxItemBytes) throws(HEIFRefusal) -> [UInt8] {
         var out: [UInt8] = []
         for range in try itemExtents(id) {
             guard out.count + range.count <= limit else { throw HEIFRefusal("item \(id) is over \(limit) bytes") }

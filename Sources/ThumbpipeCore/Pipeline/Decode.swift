@@ -32,6 +32,9 @@ public struct SourceHeader: Sendable, Codable {
     /// takes it (once) rather than asking libvips to find the loader and open the
     /// source again. The worker's own, never sent.
     var loaded: LoadedImage?
+    /// A HEIC's container as the route's own header read it (``HeicPlaneStore/header(of:limits:)``):
+    /// the route decodes from it rather than parse the file again. The worker's own, never sent.
+    var heif: HEIFImage?
 
     enum CodingKeys: String, CodingKey {
         case width, height, orientation, format, embedded, sidecars, imageHash, hasAlpha, shrink, jpegColour

@@ -158,6 +158,7 @@ public struct ItemJobRunner: Sendable {
             var reported = header
             reported.loaded = nil
             reported.conversion = nil
+            reported.heif = nil
             reported.sidecars = SidecarReader.read(
                 job.sidecars, photoName: URL(fileURLWithPath: job.source).lastPathComponent)
             metadataWarnings = header.embedded.warnings + reported.sidecars.warnings
@@ -317,7 +318,7 @@ public struct ItemJobRunner: Sendable {
         // header gives the turned size, orientation 1).
         var stored = header
         let made = try HeicPlaneStore(store: store, maxPixels: settings.limits.maxPixels).write(
-            source, into: writesStore ? job.storeFile : nil,
+            source, parsed: header.heif, into: writesStore ? job.storeFile : nil,
             tap: { width, height, orientation in
                 stored.orientation = orientation
                 guard job.makeThumbnail else { return nil }
